@@ -1,0 +1,161 @@
+"""The topic abstraction shared by every backend.
+
+A topic is a named set of partitions; a partition is an append-only sequence of
+records addressed by offset. Backends (``local``, ``kafka``) implement
+:class:`TopicBackend`; everything above this package talks only to that class.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Iterable, NamedTuple, Optional, Sequence
+
+import pyarrow as pa
+
+Headers = tuple[tuple[str, bytes], ...]
+
+#: Arrow schema of records as stored and read (one row per record).
+HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+RECORD_SCHEMA = pa.schema(
+    [
+        ("offset", pa.int64()),
+        ("timestamp", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("headers", HEADER_TYPE),
+    ]
+)
+#: Schema of records handed to :meth:`TopicBackend.append` (offsets are assigned).
+APPEND_SCHEMA = pa.schema([f for f in RECORD_SCHEMA if f.name != "offset"])
+
+
+class Record(NamedTuple):
+    """One record read from a topic."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: Optional[bytes]
+    value: Optional[bytes]
+    headers: Headers = ()
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    partitions: int
+    config: dict = field(default_factory=dict)
+
+
+class TopicsError(Exception):
+    """Base class of errors raised by topic backends."""
+
+
+class TopicNotFound(TopicsError):
+    def __init__(self, topic: str):
+        super().__init__(f"unknown topic {topic!r}")
+        self.topic = topic
+
+
+class TopicExists(TopicsError):
+    def __init__(self, topic: str):
+        super().__init__(f"topic {topic!r} already exists")
+        self.topic = topic
+
+
+class TopicBackend(ABC):
+    """A place where topics live. Chosen by URL with :func:`streamlib.topics.open_backend`."""
+
+    url: str
+
+    @abstractmethod
+    def create_topic(self, name: str, partitions: int = 1, config: Optional[dict] = None,
+                     exist_ok: bool = False) -> TopicInfo: ...
+
+    @abstractmethod
+    def delete_topic(self, name: str) -> None: ...
+
+    @abstractmethod
+    def list_topics(self) -> list[str]: ...
+
+    @abstractmethod
+    def describe_topic(self, name: str) -> TopicInfo:
+        """Raise :class:`TopicNotFound` for an unknown topic."""
+
+    def num_partitions(self, name: str) -> int:
+        return self.describe_topic(name).partitions
+
+    @abstractmethod
+    def produce(self, topic: str, key: Optional[bytes] = None, value: Optional[bytes] = None,
+                timestamp: Optional[int] = None, headers: Optional[Iterable[tuple[str, bytes]]] = None,
+                partition: Optional[int] = None) -> None:
+        """Send one record. ``partition=None`` picks it with :func:`default_partitioner`
+        (round robin for a ``None`` key); ``timestamp=None`` means now. Call :meth:`flush`
+        before relying on the record being readable."""
+
+    @abstractmethod
+    def append(self, topic: str, partition: int, records: pa.Table,
+               producer_id: Optional[str] = None, sequence: Optional[int] = None) -> bool:
+        """Append a table with :data:`APPEND_SCHEMA` to one partition as one unit.
+
+        With ``producer_id`` and ``sequence`` the append is idempotent: if this
+        producer already appended ``sequence`` (or a later one) to this partition,
+        nothing is written and ``False`` is returned. The local log makes the unit
+        atomic; Kafka makes it at-least-once unless the backend runs transactions.
+        """
+
+    def flush(self) -> None:
+        """Wait until every produced record is durable and readable."""
+
+    @abstractmethod
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        """partition -> the offset the next appended record will get."""
+
+    @abstractmethod
+    def start_offsets(self, topic: str) -> dict[int, int]:
+        """partition -> the smallest offset still stored (log start)."""
+
+    @abstractmethod
+    def read_arrow(self, topic: str, partition: int, start: int, end: int) -> pa.Table:
+        """Records with ``start <= offset < end`` that still exist, as a table with
+        :data:`RECORD_SCHEMA`, in offset order."""
+
+    def read(self, topic: str, partition: int, start: int, end: int) -> list[Record]:
+        """Records with ``start <= offset < end`` that still exist, in offset order."""
+        return records_from_arrow(topic, partition, self.read_arrow(topic, partition, start, end))
+
+    def compact(self, topic: str) -> None:
+        """Drop records superseded by a later record with the same key (and keys whose
+        latest record is a tombstone), for ``cleanup.policy=compact`` topics."""
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def records_to_arrow(records: Sequence[tuple]) -> pa.Table:
+    """Build an :data:`APPEND_SCHEMA` table from ``(key, value, timestamp, headers)`` tuples."""
+    keys, values, stamps, headers = [], [], [], []
+    for key, value, timestamp, hdrs in records:
+        keys.append(key)
+        values.append(value)
+        stamps.append(timestamp)
+        headers.append([{"key": k, "value": v} for k, v in (hdrs or ())])
+    return pa.table([pa.array(stamps, pa.int64()), pa.array(keys, pa.binary()),
+                     pa.array(values, pa.binary()), pa.array(headers, HEADER_TYPE)],
+                    schema=APPEND_SCHEMA)
+
+
+def records_from_arrow(topic: str, partition: int, table: pa.Table) -> list[Record]:
+    cols = table.to_pydict()
+    return [
+        Record(topic, partition, off, ts, k, v, tuple((h["key"], h["value"]) for h in (hs or ())))
+        for off, ts, k, v, hs in zip(cols["offset"], cols["timestamp"], cols["key"],
+                                     cols["value"], cols["headers"])
+    ]
