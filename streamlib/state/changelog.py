@@ -1,0 +1,100 @@
+"""A store's changelog partition: append a batch's changes, read them back for restore.
+
+Every record carries the header ``streamlib.batch`` (the batch id, 8-byte big-endian),
+so a restore can leave out the records of a batch that is about to be re-run.
+"""
+from __future__ import annotations
+
+import struct
+import time
+from typing import Iterator, NamedTuple, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from streamlib.topics.base import APPEND_SCHEMA, HEADER_TYPE, TopicBackend, TopicNotFound
+
+BATCH_HEADER = "streamlib.batch"
+_BATCH = struct.Struct(">q")
+#: Records without a batch header (written by someone else) count as older than any batch.
+NO_BATCH = -1
+
+
+class RestoreChunk(NamedTuple):
+    keys: list[bytes]
+    values: list[Optional[bytes]]      # None = tombstone
+    max_batch: int                     # NO_BATCH if no record carried a header
+    resume_offset: int                 # where the next catch-up starts
+
+
+def batch_ids(headers: pa.Array) -> np.ndarray:
+    """The ``streamlib.batch`` header of every record (``NO_BATCH`` where absent)."""
+    ids = np.full(len(headers), NO_BATCH, dtype=np.int64)
+    flat = pc.list_flatten(headers)
+    hit = pc.equal(flat.field("key"), BATCH_HEADER)
+    values = flat.field("value").filter(hit).to_pylist()
+    if values:
+        if any(len(v) != _BATCH.size for v in values):
+            raise ValueError(f"header {BATCH_HEADER} must be {_BATCH.size} bytes")
+        rows = pc.list_parent_indices(headers).filter(hit).to_numpy()
+        ids[rows] = np.frombuffer(b"".join(values), dtype=">i8")
+    return ids
+
+
+class Changelog:
+    """One partition of one changelog topic, written by one task at a time."""
+
+    def __init__(self, backend: TopicBackend, topic: str, partition: int, num_partitions: int,
+                 producer_id: str):
+        self.backend = backend
+        self.topic = topic
+        self.partition = partition
+        self.num_partitions = num_partitions
+        self.producer_id = producer_id
+
+    def offsets(self) -> tuple[int, int]:
+        """``(log start, end)`` of the partition; creates the compacted topic if missing."""
+        try:
+            end = self.backend.end_offsets(self.topic)
+        except TopicNotFound:
+            self.backend.create_topic(self.topic, self.num_partitions,
+                                      {"cleanup.policy": "compact"}, exist_ok=True)
+            end = self.backend.end_offsets(self.topic)
+        return self.backend.start_offsets(self.topic)[self.partition], end[self.partition]
+
+    def append(self, batch_id: int, keys: Sequence[bytes], values: Sequence[Optional[bytes]],
+               timestamps: Sequence[Optional[int]]) -> tuple[bool, int]:
+        """Append one record per key as one idempotent unit (sequence = ``batch_id``).
+
+        Returns whether it was written (False: a duplicate of an earlier attempt) and the
+        end offset after it. A missing timestamp means now."""
+        n = len(keys)
+        header = pa.scalar([{"key": BATCH_HEADER, "value": _BATCH.pack(batch_id)}], HEADER_TYPE)
+        stamps = pc.fill_null(pa.array(timestamps, pa.int64()), int(time.time() * 1000))
+        table = pa.table([stamps, pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+                          pa.repeat(header, n)], schema=APPEND_SCHEMA)
+        written = self.backend.append(self.topic, self.partition, table,
+                                      producer_id=self.producer_id, sequence=batch_id)
+        return written, self.backend.end_offsets(self.topic)[self.partition]
+
+    def read(self, start: int, end: int, before_batch: int, chunk: int) -> Iterator[RestoreChunk]:
+        """Records in ``[start, end)`` of batches older than ``before_batch``, in chunks.
+
+        Stops at the first record of ``before_batch`` or later: those belong to a batch
+        being re-run (batch ids never decrease along a changelog), and the next catch-up
+        must start there, in case this re-run's own append turns out to be a duplicate
+        that another copy has to read."""
+        for lo in range(start, end, chunk):
+            hi = min(lo + chunk, end)
+            table = self.backend.read_arrow(self.topic, self.partition, lo, hi)
+            ids = batch_ids(table.column("headers").combine_chunks())
+            newer = np.flatnonzero(ids >= before_batch)
+            if len(newer):
+                cut = int(newer[0])
+                hi = table.column("offset")[cut].as_py()
+                table, ids = table.slice(0, cut), ids[:cut]
+            yield RestoreChunk(table.column("key").to_pylist(), table.column("value").to_pylist(),
+                               int(ids.max()) if len(ids) else NO_BATCH, hi)
+            if len(newer):
+                return

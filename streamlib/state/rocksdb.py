@@ -1,0 +1,138 @@
+"""Raw RocksDB access through rocksdict in raw mode: the bottom layer of every store.
+
+Keys and values are bytes. A database has two column families: the default one holds
+the store's data, ``streamlib`` its bookkeeping (last batch, changelog offset, undo
+record), so data iteration and counts never see bookkeeping and one WriteBatch can
+update both atomically.
+
+RocksDB keeps its LOCK while anything still references the database (a column family
+handle, a live iterator), so this wrapper hands out no such objects: scans read pages
+through short-lived iterators.
+"""
+from __future__ import annotations
+
+import os
+import time
+from itertools import islice
+from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence
+
+from rocksdict import AccessType, Options, ReadOptions, Rdict, WriteBatch
+
+from streamlib.state.bounds import Bounds
+
+META_CF = "streamlib"
+_SCAN_PAGE = 1024
+
+
+class StoreLockTimeout(TimeoutError):
+    """Another process kept a store's RocksDB lock for longer than the timeout."""
+
+
+def _options() -> Options:
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    opts.create_missing_column_families(True)
+    opts.set_keep_log_file_num(2)
+    return opts
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    return "lock" in str(exc).lower()
+
+
+def _retry_open(open_db: Callable[[], Rdict], retryable: Callable[[Exception], bool],
+                timeout: float, what: str) -> Rdict:
+    """Call ``open_db`` until it succeeds, backing off while the error is ``retryable``."""
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            return open_db()
+        except Exception as exc:
+            if not retryable(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise StoreLockTimeout(f"gave up opening {what} after {timeout:g}s: {exc}") from exc
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
+
+class RocksDB:
+    """One RocksDB database (data + bookkeeping) opened for writing or as a secondary."""
+
+    def __init__(self, db: Rdict, path: str):
+        self._db = db
+        self.path = path
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, lock_timeout: float = 30.0) -> RocksDB:
+        """Open read-write, waiting up to ``lock_timeout`` s for a previous holder's LOCK."""
+        path = os.fspath(path)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        db = _retry_open(lambda: Rdict(path, _options(), column_families={META_CF: _options()}),
+                         _is_lock_error, lock_timeout, f"state store {path} (RocksDB LOCK held)")
+        return cls(db, path)
+
+    @classmethod
+    def open_secondary(cls, path: str | os.PathLike, scratch_dir: str, timeout: float = 10.0) -> RocksDB:
+        """Open as a RocksDB secondary instance: takes no lock and tolerates a writer that
+        opens, writes and compacts the same database meanwhile (files may vanish while we
+        open, hence the retries)."""
+        path = os.fspath(path)
+        if not os.path.exists(os.path.join(path, "CURRENT")):
+            raise FileNotFoundError(f"no state store at {path}")
+        db = _retry_open(lambda: Rdict(path, _options(), column_families={META_CF: _options()},
+                                       access_type=AccessType.secondary(scratch_dir)),
+                         lambda exc: True, timeout, f"state store {path} as a secondary")
+        return cls(db, path)
+
+    def get_many(self, keys: Sequence[bytes]) -> list[Optional[bytes]]:
+        """One multi-get for all ``keys``."""
+        return self._db.get(list(keys)) if keys else []
+
+    def get(self, key: bytes) -> Optional[bytes]:
+        return self._db.get(key)
+
+    def scan(self, bounds: Bounds) -> Iterator[tuple[bytes, bytes]]:
+        """Data entries within ``bounds`` in key order, read in pages."""
+        lower, upper = bounds
+        while True:
+            opts = ReadOptions()
+            if upper is not None:
+                opts.set_iterate_upper_bound(upper)
+            page = list(islice(self._db.items(from_key=lower, read_opt=opts), _SCAN_PAGE))
+            yield from page
+            if len(page) < _SCAN_PAGE:
+                return
+            lower = page[-1][0] + b"\x00"
+
+    def approximate_num_entries(self) -> int:
+        return self._db.property_int_value("rocksdb.estimate-num-keys") or 0
+
+    def meta_get(self, key: bytes) -> Optional[bytes]:
+        return self._db.get_column_family(META_CF).get(key)
+
+    def write(self, data: Iterable[tuple[bytes, Optional[bytes]]],
+              meta: Mapping[bytes, Optional[bytes]]) -> None:
+        """Apply data and bookkeeping changes (``None`` = delete) as ONE atomic WriteBatch."""
+        batch = WriteBatch(raw_mode=True)
+        for key, value in data:
+            if value is None:
+                batch.delete(key)
+            else:
+                batch.put(key, value)
+        meta_cf = self._db.get_column_family_handle(META_CF)
+        for key, value in meta.items():
+            if value is None:
+                batch.delete(key, meta_cf)
+            else:
+                batch.put(key, value, meta_cf)
+        del meta_cf
+        self._db.write(batch)
+
+    def catch_up(self) -> None:
+        """Secondary only: see what the writer has committed since."""
+        self._db.try_catch_up_with_primary()
+
+    def close(self) -> None:
+        self._db.close()

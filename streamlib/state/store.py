@@ -1,0 +1,145 @@
+"""One store of one task: its local RocksDB copy, its changelog partition, and the batch
+protocol that keeps the two consistent under retries, crashes and lost state.
+
+Bookkeeping kept with the data (committed in the same WriteBatch):
+``last_batch`` (the batch the copy reflects), ``changelog_offset`` (the changelog offset
+it reflects) and ``undo`` (how to roll back ``last_batch``).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from typing import Optional
+
+from streamlib.state.changelog import NO_BATCH, Changelog
+from streamlib.state.kv import KeyValueStore
+from streamlib.state.metrics import StoreMetrics
+from streamlib.state.rocksdb import RocksDB
+from streamlib.state.undo import decode_undo, encode_undo
+
+LAST_BATCH = b"last_batch"
+CHANGELOG_OFFSET = b"changelog_offset"
+UNDO = b"undo"
+
+
+def _encode_int(value: Optional[int]) -> Optional[bytes]:
+    return None if value is None else str(value).encode()
+
+
+def _remove_tree(path: str) -> None:
+    """Delete a directory so that a crash midway leaves either the whole copy or nothing
+    at ``path`` (rename first, then delete the renamed tree)."""
+    if os.path.exists(path):
+        doomed = f"{path}.dropped-{uuid.uuid4().hex}"
+        os.rename(path, doomed)
+        shutil.rmtree(doomed)
+
+
+class TaskStore:
+    """Owns the RocksDB handle; exposes the store to processors as :attr:`kv`."""
+
+    def __init__(self, name: str, path: str, changelog: Optional[Changelog],
+                 lock_timeout: float, restore_chunk: int):
+        self.name = name
+        self.path = path
+        self.changelog = changelog
+        self._lock_timeout = lock_timeout
+        self._restore_chunk = restore_chunk
+        self.metrics = StoreMetrics()
+        self._db = self._open()
+        self.kv = KeyValueStore(name, self._db, self.metrics)
+
+    def _open(self) -> RocksDB:
+        parent = os.path.dirname(self.path)
+        if os.path.isdir(parent):   # leftovers of a drop interrupted by a crash
+            for entry in os.listdir(parent):
+                if entry.startswith(os.path.basename(self.path) + ".dropped-"):
+                    shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+        started = time.perf_counter()
+        db = RocksDB.open(self.path, self._lock_timeout)
+        self.metrics.open_seconds += time.perf_counter() - started
+        return db
+
+    def _meta_int(self, key: bytes) -> Optional[int]:
+        raw = self._db.meta_get(key)
+        return None if raw is None else int(raw)
+
+    # -- begin -------------------------------------------------------------------------
+
+    def begin(self, batch_id: int) -> None:
+        """Make the local copy reflect exactly the batches before ``batch_id``."""
+        self.kv._discard_changes()
+        last = self._meta_int(LAST_BATCH)
+        if last is not None and last >= batch_id and not (last == batch_id and self._undo()):
+            self._drop()
+        if self.changelog is not None:
+            self._catch_up(batch_id)
+
+    def _undo(self) -> bool:
+        """Roll back the last committed batch; False if no undo record is available."""
+        blob = self._db.meta_get(UNDO)
+        if blob is None:
+            return False
+        undo = decode_undo(blob)
+        self._db.write(undo.items, {LAST_BATCH: _encode_int(undo.prev_batch),
+                                    CHANGELOG_OFFSET: _encode_int(undo.prev_offset), UNDO: None})
+        self.metrics.undone_batches += 1
+        return True
+
+    def _drop(self) -> None:
+        """Discard the local copy (it is ahead of the batch and cannot be rolled back)."""
+        self._db.close()
+        _remove_tree(self.path)
+        self._db = self._open()
+        self.kv._rebind(self._db)
+        self.metrics.dropped_copies += 1
+
+    def _catch_up(self, batch_id: int) -> None:
+        """Apply changelog records this copy has not seen, up to the batch being run."""
+        log_start, log_end = self.changelog.offsets()
+        offset = self._meta_int(CHANGELOG_OFFSET)
+        if offset is not None and offset > log_end:   # the changelog was recreated
+            self._drop()
+            offset = None
+        if offset is None:
+            offset = log_start
+        started = time.perf_counter()
+        last = self._meta_int(LAST_BATCH)
+        for chunk in self.changelog.read(offset, log_end, batch_id, self._restore_chunk):
+            if not chunk.keys and chunk.resume_offset == offset:
+                break
+            meta = {CHANGELOG_OFFSET: _encode_int(chunk.resume_offset)}
+            if chunk.keys:
+                last = max(NO_BATCH if last is None else last, chunk.max_batch)
+                meta.update({LAST_BATCH: _encode_int(last), UNDO: None})
+            self._db.write(zip(chunk.keys, chunk.values), meta)
+            self.metrics.restored_records += len(chunk.keys)
+            offset = chunk.resume_offset
+        self.metrics.restore_seconds += time.perf_counter() - started
+
+    # -- commit ------------------------------------------------------------------------
+
+    def commit(self, batch_id: int) -> None:
+        """Log, then apply, this batch's final value per changed key (see DESIGN.md)."""
+        changes = self.kv._take_changes()
+        if not changes.keys:
+            return
+        started = time.perf_counter()
+        prior = self._db.get_many(changes.keys)
+        prev_batch = self._meta_int(LAST_BATCH)
+        offset = self._meta_int(CHANGELOG_OFFSET)
+        meta = {LAST_BATCH: _encode_int(batch_id),
+                UNDO: encode_undo(prev_batch, offset, changes.keys, prior)}
+        if self.changelog is not None:
+            written, end = self.changelog.append(batch_id, *changes)
+            self.metrics.changelog_appends_skipped += not written
+            meta[CHANGELOG_OFFSET] = _encode_int(end)
+        self._db.write(zip(changes.keys, changes.values), meta)
+        self.metrics.commits += 1
+        self.metrics.committed_keys += len(changes.keys)
+        self.metrics.commit_seconds += time.perf_counter() - started
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,135 @@
+"""All stores of one task (sub-topology × partition), opened, begun and committed together.
+
+The runtime opens a task's stores for a batch, calls :meth:`TaskStores.begin`, runs the
+processors, :meth:`TaskStores.commit` and :meth:`TaskStores.close`. Task-level values
+(e.g. stream time) live in an internal store so they commit, roll back and restore by
+the same protocol as the data.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Iterator, Optional, Sequence
+
+from streamlib.state.changelog import Changelog
+from streamlib.state.kv import KeyValueStore
+from streamlib.state.store import TaskStore
+from streamlib.topics.base import TopicBackend
+
+META_STORE = "__task_meta"
+_SUMMED = ("gets", "puts", "open_seconds", "commits", "committed_keys", "commit_seconds",
+           "restored_records", "restore_seconds", "entries")
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """What a task needs to know about one store (plain and picklable)."""
+
+    name: str
+    changelog_topic: Optional[str] = None
+    logging: bool = True
+
+    def __post_init__(self):
+        if not self.name or self.name.startswith("__") or "/" in self.name:
+            raise ValueError(f"invalid store name {self.name!r}")
+        if self.logging and not self.changelog_topic:
+            raise ValueError(f"store {self.name!r} logs changes but names no changelog_topic")
+
+
+class TaskStores(Mapping[str, KeyValueStore]):
+    """A mapping store name -> :class:`KeyValueStore`, plus the batch lifecycle."""
+
+    def __init__(self, stores: dict[str, TaskStore], meta: TaskStore):
+        self._stores = stores
+        self._meta = meta
+        self._batch: Optional[int] = None
+
+    def _all(self) -> list[TaskStore]:
+        return [*self._stores.values(), self._meta]
+
+    def begin(self, batch_id: int) -> None:
+        """Make every store reflect exactly the batches before ``batch_id``: roll back a
+        locally committed attempt of it, drop a copy that is ahead, catch up from the
+        changelogs."""
+        for store in self._all():
+            store.begin(batch_id)
+        self._batch = batch_id
+
+    def __getitem__(self, name: str) -> KeyValueStore:
+        try:
+            return self._stores[name].kv
+        except KeyError:
+            raise KeyError(f"unknown store {name!r}; this task has {sorted(self._stores)}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._stores)
+
+    def __len__(self) -> int:
+        return len(self._stores)
+
+    def meta_get(self, name: str) -> Optional[bytes]:
+        return self._meta.kv.get(name.encode())
+
+    def meta_put(self, name: str, value: Optional[bytes]) -> None:
+        """Set a task-level value, committed with the batch (``None`` removes it)."""
+        self._meta.kv.put(name.encode(), value)
+
+    def commit(self) -> None:
+        """End the batch: each store appends to its changelog, then writes one WriteBatch."""
+        if self._batch is None:
+            raise RuntimeError("TaskStores.commit() without begin(batch_id)")
+        for store in self._all():
+            store.commit(self._batch)
+        self._batch = None
+
+    def close(self) -> None:
+        """Release the RocksDB locks; uncommitted writes are discarded."""
+        for store in self._all():
+            store.close()
+
+    def __enter__(self) -> TaskStores:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def metrics(self) -> dict:
+        """Totals over the task's stores plus ``stores``: name -> that store's counters."""
+        per_store = {store.name: {**store.metrics.as_dict(),
+                                  "entries": store.kv.approximate_num_entries()}
+                     for store in self._all()}
+        totals = {key: sum(m[key] for m in per_store.values()) for key in _SUMMED}
+        return {**totals, "stores": per_store}
+
+
+def open_task_stores(task_dir: str | os.PathLike, specs: Sequence[StoreSpec],
+                     backend: Optional[TopicBackend] = None, partition: int = 0,
+                     num_partitions: int = 1, producer_prefix: str = "streamlib",
+                     meta_changelog_topic: Optional[str] = None, lock_timeout: float = 30.0,
+                     restore_chunk: int = 10_000) -> TaskStores:
+    """Open one RocksDB per store under ``task_dir/<store>``, waiting up to
+    ``lock_timeout`` s for a previous holder. Stores log to their changelog topic's
+    ``partition`` when ``backend`` is given; task metadata is logged to
+    ``meta_changelog_topic`` if given (otherwise it is local only)."""
+    task_dir = os.fspath(task_dir)
+
+    def changelog(store: str, topic: Optional[str]) -> Optional[Changelog]:
+        if backend is None or topic is None:
+            return None
+        return Changelog(backend, topic, partition, num_partitions,
+                         f"{producer_prefix}/{store}/{partition}")
+
+    wanted = [(spec.name, spec.changelog_topic if spec.logging else None) for spec in specs]
+    wanted.append((META_STORE, meta_changelog_topic))
+    opened: list[TaskStore] = []
+    try:
+        for name, topic in wanted:
+            opened.append(TaskStore(name, os.path.join(task_dir, name), changelog(name, topic),
+                                    lock_timeout, restore_chunk))
+    except BaseException:
+        for store in opened:
+            store.close()
+        raise
+    *stores, meta = opened
+    return TaskStores({store.name: store for store in stores}, meta)
