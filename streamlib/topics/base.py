@@ -6,6 +6,7 @@ records addressed by offset. Backends (``local``, ``kafka``) implement
 """
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Optional, Sequence
@@ -62,6 +63,15 @@ class TopicExists(TopicsError):
     def __init__(self, topic: str):
         super().__init__(f"topic {topic!r} already exists")
         self.topic = topic
+
+
+_LEGAL_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+
+
+def check_topic_name(name: str) -> None:
+    """Kafka's topic name rule, which also keeps names safe as directory names."""
+    if not _LEGAL_TOPIC_NAME.match(name) or name in (".", ".."):
+        raise TopicsError(f"illegal topic name {name!r}: use 1-249 of [A-Za-z0-9._-]")
 
 
 class TopicBackend(ABC):

@@ -1,0 +1,284 @@
+"""The Kafka backend (``kafka://host:port[,host:port]``) on confluent-kafka.
+
+* Partitions are chosen here with the Java client's murmur2 and passed explicitly,
+  so keys land where Java producers (and Kafka Streams) put them, whatever
+  librdkafka's own partitioner would do.
+* Reads ``assign`` partitions (no consumer group: no join delay, no commits) and
+  use ``read_committed``; offsets are tracked by the caller (Spark checkpoint).
+* ``append`` is at-least-once by default: a retried batch may be written twice and
+  ``producer_id``/``sequence`` are not checked. With
+  ``processing_guarantee="exactly_once"`` each append runs in a Kafka transaction
+  (``transactional.id`` = producer id), so a batch is all-or-nothing for
+  ``read_committed`` readers and a zombie producer with the same id is fenced.
+* Admin and metadata calls use a short ``timeout`` (default 10 s) so an
+  unreachable broker fails fast with one clear line.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Iterable, Optional
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
+
+from .base import (HEADER_TYPE, RECORD_SCHEMA, TopicBackend, TopicExists, TopicInfo, TopicNotFound,
+                   TopicsError, check_topic_name)
+from .partitioner import RoundRobin, default_partitioner
+
+_log = logging.getLogger(__name__)
+_log.addHandler(logging.NullHandler())  # librdkafka's chatter goes here, not to stderr
+
+
+def _error_text(exc: BaseException) -> str:
+    err = exc.args[0] if exc.args else exc
+    return err.str() if isinstance(err, KafkaError) else str(err)
+
+
+class KafkaBackend(TopicBackend):
+    """Topics in a Kafka cluster."""
+
+    def __init__(self, bootstrap: str, producer_config: Optional[dict] = None,
+                 consumer_config: Optional[dict] = None, processing_guarantee: str = "at_least_once",
+                 timeout: float = 10.0, transactional_id: Optional[str] = None):
+        if processing_guarantee not in ("at_least_once", "exactly_once"):
+            raise TopicsError(f"processing_guarantee must be at_least_once or exactly_once, "
+                              f"got {processing_guarantee!r}")
+        self.bootstrap = bootstrap
+        self.url = f"kafka://{bootstrap}"
+        self.timeout = timeout
+        self.exactly_once = processing_guarantee == "exactly_once"
+        self._common = {"bootstrap.servers": bootstrap, "logger": _log,
+                        "socket.connection.setup.timeout.ms": int(timeout * 1000)}
+        self._producer_config = {**self._common, **(producer_config or {})}
+        self._consumer_config = {**self._common, "group.id": "streamlib-reader",
+                                 "enable.auto.commit": False, "enable.partition.eof": True,
+                                 "isolation.level": "read_committed",
+                                 # Reads are bounded ranges of data that exists: a long
+                                 # fetch poll would only delay noticing the partition end.
+                                 "fetch.wait.max.ms": 50, **(consumer_config or {})}
+        self._transactional_id = transactional_id
+        self._admin = AdminClient(self._common)
+        self._producer: Optional[Producer] = None
+        self._tx_producers: dict[str, Producer] = {}
+        self._consumer: Optional[Consumer] = None
+        self._partitions: dict[str, int] = {}
+        self._round_robin = RoundRobin()
+        self._delivery_errors: list[str] = []
+
+    # ---- admin -------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int = 1, config: Optional[dict] = None,
+                     exist_ok: bool = False) -> TopicInfo:
+        check_topic_name(name)
+        config = {str(k): str(v) for k, v in (config or {}).items()}
+        future = self._admin.create_topics([NewTopic(name, partitions, -1, config=config)],
+                                           request_timeout=self.timeout)[name]
+        try:
+            future.result(timeout=self.timeout)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise TopicsError(f"cannot create topic {name!r} on {self.bootstrap}: "
+                                  f"{_error_text(exc)}") from None
+            if not exist_ok:
+                raise TopicExists(name) from None
+            return self.describe_topic(name)
+        return TopicInfo(name, partitions, config)
+
+    def delete_topic(self, name: str) -> None:
+        self.describe_topic(name)
+        future = self._admin.delete_topics([name], request_timeout=self.timeout)[name]
+        self._call(lambda: future.result(timeout=self.timeout), f"delete topic {name!r}")
+        self._partitions.pop(name, None)
+
+    def list_topics(self) -> list[str]:
+        return sorted(n for n in self._metadata().topics if not n.startswith("__"))
+
+    def describe_topic(self, name: str) -> TopicInfo:
+        # Ask for all topics: a metadata request naming one may auto-create it.
+        topic = self._metadata().topics.get(name)
+        if topic is None or topic.error is not None:
+            raise TopicNotFound(name)
+        resource = ConfigResource(ConfigResource.Type.TOPIC, name)
+        future = self._admin.describe_configs([resource], request_timeout=self.timeout)[resource]
+        entries = self._call(lambda: future.result(timeout=self.timeout), f"describe topic {name!r}")
+        config = {k: e.value for k, e in entries.items() if not e.is_default and e.value is not None}
+        self._partitions[name] = len(topic.partitions)
+        return TopicInfo(name, len(topic.partitions), config)
+
+    def num_partitions(self, name: str) -> int:
+        n = self._partitions.get(name)
+        if n is None:
+            topic = self._metadata().topics.get(name)
+            if topic is None or topic.error is not None:
+                raise TopicNotFound(name)
+            n = self._partitions[name] = len(topic.partitions)
+        return n
+
+    # ---- produce -----------------------------------------------------------
+    def produce(self, topic: str, key: Optional[bytes] = None, value: Optional[bytes] = None,
+                timestamp: Optional[int] = None, headers: Optional[Iterable[tuple[str, bytes]]] = None,
+                partition: Optional[int] = None) -> None:
+        n = self.num_partitions(topic)
+        if partition is None:
+            partition = self._round_robin(n) if key is None else default_partitioner(key, n)
+        elif not 0 <= partition < n:
+            raise TopicsError(f"topic {topic!r} has no partition {partition} (it has {n})")
+        self._send(self._plain_producer(), topic, partition, key, value, timestamp,
+                   list(headers) if headers else None)
+
+    def flush(self) -> None:
+        if self._producer is not None:
+            self._flush(self._producer)
+
+    def append(self, topic: str, partition: int, records: pa.Table,
+               producer_id: Optional[str] = None, sequence: Optional[int] = None) -> bool:
+        n = self.num_partitions(topic)
+        if not 0 <= partition < n:
+            raise TopicsError(f"topic {topic!r} has no partition {partition} (it has {n})")
+        cols = records.select(["timestamp", "key", "value", "headers"]).to_pydict()
+        rows = zip(cols["timestamp"], cols["key"], cols["value"], cols["headers"])
+        if not self.exactly_once:
+            producer = self._plain_producer()
+            for ts, key, value, hdrs in rows:
+                self._send(producer, topic, partition, key, value, ts, _headers(hdrs))
+            self._flush(producer)
+            return True
+        producer = self._transactional_producer(producer_id or self._transactional_id or "streamlib")
+        self._call(producer.begin_transaction, "begin a transaction")
+        try:
+            for ts, key, value, hdrs in rows:
+                self._send(producer, topic, partition, key, value, ts, _headers(hdrs))
+            self._call(lambda: producer.commit_transaction(self.timeout), "commit a transaction")
+        except BaseException:
+            try:
+                producer.abort_transaction(self.timeout)
+            except KafkaException:
+                pass
+            raise
+        return True
+
+    # ---- read --------------------------------------------------------------
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        return self._list_offsets(topic, OffsetSpec.latest())
+
+    def start_offsets(self, topic: str) -> dict[int, int]:
+        return self._list_offsets(topic, OffsetSpec.earliest())
+
+    def read_arrow(self, topic: str, partition: int, start: int, end: int) -> pa.Table:
+        """Consume ``[start, end)`` from an assigned partition (clamped to the log end)."""
+        end = min(end, self.end_offsets(topic)[partition])
+        if start >= end:
+            return RECORD_SCHEMA.empty_table()
+        consumer = self._reader()
+        consumer.assign([TopicPartition(topic, partition, start)])
+        offsets, stamps, keys, values, headers = [], [], [], [], []
+        deadline = time.monotonic() + self.timeout
+        try:
+            while not offsets or offsets[-1] < end - 1:
+                if time.monotonic() > deadline:
+                    got = offsets[-1] + 1 if offsets else start
+                    raise TopicsError(f"timed out after {self.timeout} s reading {topic}[{partition}] "
+                                      f"at offset {got} of [{start}, {end}) from {self.bootstrap}")
+                # Ask for exactly what is missing so consume() returns as soon as it
+                # has arrived (fewer exist only after compaction or transaction markers).
+                expected = min(end - (offsets[-1] + 1 if offsets else start), 10_000)
+                msgs = consumer.consume(expected, timeout=0.5)
+                eof = False
+                for m in msgs:
+                    err = m.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            eof = True
+                            continue
+                        raise TopicsError(f"cannot read {topic}[{partition}]: {err.str()}")
+                    if m.offset() >= end:
+                        eof = True
+                        break
+                    offsets.append(m.offset())
+                    stamps.append(m.timestamp()[1])
+                    keys.append(m.key())
+                    values.append(m.value())
+                    headers.append([{"key": k, "value": v} for k, v in m.headers() or ()])
+                if eof:
+                    break
+        finally:
+            consumer.unassign()
+        return pa.table([pa.array(offsets, pa.int64()), pa.array(stamps, pa.int64()),
+                         pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+                         pa.array(headers, HEADER_TYPE)], schema=RECORD_SCHEMA)
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            if self._consumer is not None:
+                self._consumer.close()
+                self._consumer = None
+
+    # ---- internals ---------------------------------------------------------
+    def _call(self, fn, what: str):
+        try:
+            return fn()
+        except KafkaException as exc:
+            raise TopicsError(f"cannot {what} on {self.bootstrap}: {_error_text(exc)}") from None
+
+    def _metadata(self):
+        return self._call(lambda: self._admin.list_topics(timeout=self.timeout),
+                          "get metadata (is the broker reachable?)")
+
+    def _list_offsets(self, topic: str, spec: OffsetSpec) -> dict[int, int]:
+        n = self.num_partitions(topic)
+        futures = self._admin.list_offsets({TopicPartition(topic, p): spec for p in range(n)},
+                                           request_timeout=self.timeout)
+        return {tp.partition: self._call(lambda f=f: f.result(timeout=self.timeout),
+                                         f"list offsets of {topic!r}").offset
+                for tp, f in futures.items()}
+
+    def _plain_producer(self) -> Producer:
+        if self._producer is None:
+            self._producer = Producer(self._producer_config)
+        return self._producer
+
+    def _transactional_producer(self, transactional_id: str) -> Producer:
+        producer = self._tx_producers.get(transactional_id)
+        if producer is None:
+            producer = Producer({**self._producer_config, "transactional.id": transactional_id})
+            self._call(lambda: producer.init_transactions(self.timeout), "initialise transactions")
+            self._tx_producers[transactional_id] = producer
+        return producer
+
+    def _on_delivery(self, err: Optional[KafkaError], _msg: Any) -> None:
+        if err is not None:
+            self._delivery_errors.append(err.str())
+
+    def _send(self, producer: Producer, topic: str, partition: int, key: Optional[bytes],
+              value: Optional[bytes], timestamp: Optional[int], headers: Optional[list]) -> None:
+        kwargs = {"timestamp": timestamp} if timestamp is not None else {}
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key, partition=partition, headers=headers,
+                                 on_delivery=self._on_delivery, **kwargs)
+                return
+            except BufferError:
+                producer.poll(0.05)  # local queue full: let deliveries drain
+            except KafkaException as exc:
+                raise TopicsError(f"cannot produce to {topic!r}: {_error_text(exc)}") from None
+
+    def _flush(self, producer: Producer) -> None:
+        remaining = producer.flush(self.timeout)
+        if remaining:
+            raise TopicsError(f"{remaining} record(s) not delivered to {self.bootstrap} "
+                              f"within {self.timeout} s")
+        if self._delivery_errors:
+            errors, self._delivery_errors = self._delivery_errors, []
+            raise TopicsError(f"{len(errors)} record(s) failed delivery: {errors[0]}")
+
+    def _reader(self) -> Consumer:
+        if self._consumer is None:
+            self._consumer = Consumer(self._consumer_config)
+        return self._consumer
+
+
+def _headers(hdrs: Optional[list]) -> Optional[list[tuple[str, bytes]]]:
+    return [(h["key"], h["value"]) for h in hdrs] if hdrs else None
