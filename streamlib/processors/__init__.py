@@ -1,0 +1,66 @@
+"""The operators that run inside a task: plain Python, shared by the test driver
+and Spark tasks. :func:`build_processors` wires a sub-topology's nodes."""
+from __future__ import annotations
+
+from ..topology import SubTopology, Topology, TopologyError
+from .aggregate import StreamAggregateProcessor, TableAggregateProcessor
+from .base import Processor, ProcessorContext, ProcessingError
+from .io import DeserializationFailure, SinkProcessor, SourceProcessor
+from .record import Change, Record
+from .stateless import (BranchProcessor, FilterProcessor, FlatMapProcessor, FlatMapValuesProcessor,
+                        MapProcessor, MapValuesProcessor, PassThroughProcessor, PeekProcessor,
+                        SelectKeyProcessor, ToStreamProcessor)
+from .stores import TimestampedKeyValueStore
+from .tables import (TableFilterProcessor, TableMapValuesProcessor, TableSelectProcessor,
+                     TableSourceProcessor)
+
+
+class ForeachProcessor(PeekProcessor):
+    """Terminal ``foreach``: a peek with no children."""
+
+
+PROCESSORS: dict[str, type[Processor]] = {
+    "source": SourceProcessor,
+    "sink": SinkProcessor,
+    "repartition": SinkProcessor,
+    "filter": FilterProcessor,
+    "map": MapProcessor,
+    "map_values": MapValuesProcessor,
+    "flat_map": FlatMapProcessor,
+    "flat_map_values": FlatMapValuesProcessor,
+    "select_key": SelectKeyProcessor,
+    "peek": PeekProcessor,
+    "foreach": ForeachProcessor,
+    "merge": PassThroughProcessor,
+    "branch": BranchProcessor,
+    "branch_child": PassThroughProcessor,
+    "to_stream": ToStreamProcessor,
+    "table_source": TableSourceProcessor,
+    "table_filter": TableFilterProcessor,
+    "table_map_values": TableMapValuesProcessor,
+    "table_select": TableSelectProcessor,
+    "aggregate": StreamAggregateProcessor,
+    "table_aggregate": TableAggregateProcessor,
+}
+
+
+def build_processors(topology: Topology, sub: SubTopology,
+                     context: ProcessorContext) -> dict[str, Processor]:
+    """Instantiate and wire the processors of one sub-topology, in topological order."""
+    processors: dict[str, Processor] = {}
+    for name in sub.nodes:
+        node = topology.nodes[name]
+        try:
+            cls = PROCESSORS[node.kind]
+        except KeyError:
+            raise TopologyError(f"{name}: no processor for node kind {node.kind!r}") from None
+        processors[name] = cls(node, context)
+    for name in sub.nodes:
+        for parent in topology.nodes[name].parents:
+            processors[parent].children.append(processors[name])
+    return processors
+
+
+__all__ = ["build_processors", "Processor", "ProcessorContext", "ProcessingError",
+           "DeserializationFailure", "Record", "Change", "SourceProcessor", "SinkProcessor",
+           "TimestampedKeyValueStore", "PROCESSORS"]

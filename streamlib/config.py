@@ -1,0 +1,75 @@
+"""``StreamsConfig``: how and where an application runs."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Optional
+from urllib.parse import urlparse
+
+from .serdes import Serde, Serdes
+from .time import Duration, to_millis
+
+DESERIALIZATION_HANDLERS = ("fail", "log_and_continue", "dead_letter")
+PROCESSING_GUARANTEES = ("at_least_once", "exactly_once")
+
+
+@dataclass
+class StreamsConfig:
+    """Configuration of a streamlib application (Kafka Streams' ``StreamsConfig``).
+
+    Examples
+    --------
+    >>> config = StreamsConfig(application_id="wordcount", bootstrap="local://./streamlib-data")
+    >>> config.changelog_topic("counts")
+    'wordcount-counts-changelog'
+    """
+
+    application_id: str = "streamlib-app"
+    bootstrap: str = "local://./streamlib-data"
+    state_dir: str = "./streamlib-state"
+    checkpoint_location: Optional[str] = None
+    num_partitions: Optional[int] = None
+    commit_interval: Duration = timedelta(seconds=1)
+    cache_max_bytes: int = 10 * 1024 * 1024
+    processing_guarantee: str = "at_least_once"
+    default_key_serde: Serde = field(default_factory=Serdes.string)
+    default_value_serde: Serde = field(default_factory=Serdes.string)
+    deserialization_exception_handler: str = "fail"
+    producer_config: dict = field(default_factory=dict)
+    consumer_config: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.application_id or "/" in self.application_id:
+            raise ValueError(f"application_id must be a non-empty name without '/', got {self.application_id!r}")
+        if self.processing_guarantee not in PROCESSING_GUARANTEES:
+            raise ValueError(f"processing_guarantee must be one of {PROCESSING_GUARANTEES}")
+        if self.deserialization_exception_handler not in DESERIALIZATION_HANDLERS:
+            raise ValueError(f"deserialization_exception_handler must be one of {DESERIALIZATION_HANDLERS}")
+        if self.num_partitions is not None and self.num_partitions < 1:
+            raise ValueError("num_partitions must be >= 1")
+        self.commit_interval_ms = to_millis(self.commit_interval, "commit_interval")
+
+    @property
+    def caching(self) -> bool:
+        return self.cache_max_bytes > 0
+
+    def changelog_topic(self, store: str) -> str:
+        return f"{self.application_id}-{store}-changelog"
+
+    @property
+    def dead_letter_topic(self) -> str:
+        return f"{self.application_id}-dlq"
+
+    def task_state_dir(self, task_id: str) -> str:
+        return os.path.join(os.path.abspath(self.state_dir), self.application_id, task_id)
+
+    def resolved_checkpoint_location(self) -> str:
+        """Where the Spark checkpoint (the application's progress) lives: beside the topics."""
+        if self.checkpoint_location:
+            return os.path.abspath(self.checkpoint_location)
+        url = urlparse(self.bootstrap)
+        if url.scheme == "local":
+            root = (url.netloc + url.path) or "./streamlib-data"
+            return os.path.join(os.path.abspath(root), "_checkpoints", self.application_id)
+        return os.path.abspath(os.path.join("streamlib-checkpoints", self.application_id))

@@ -1,0 +1,63 @@
+"""``StreamsBuilder``: the entry point of the DSL."""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+from ..topology import Topology, TopologyError
+from .graph import GraphBuilder
+from .kstream import KStream
+from .ktable import KTable, materialize
+from .options import Consumed, Materialized
+
+
+class StreamsBuilder:
+    """Builds a topology from streams and tables (Kafka Streams' ``StreamsBuilder``).
+
+    Examples
+    --------
+    >>> from streamlib import StreamsBuilder, Serdes, Consumed
+    >>> builder = StreamsBuilder()
+    >>> lines = builder.stream("lines", consumed=Consumed.with_(Serdes.string(), Serdes.string()))
+    >>> lines.map_values(str.upper).to("upper")
+    >>> topology = builder.build()
+    >>> topology.source_topics(), topology.sink_topics()
+    (['lines'], ['upper'])
+    """
+
+    def __init__(self) -> None:
+        self._graph = GraphBuilder()
+        self._topics_read: set[str] = set()
+
+    def stream(self, topics: Union[str, Sequence[str]], consumed: Optional[Consumed] = None) -> KStream:
+        """A record stream over one or several topics."""
+        topic_list = [topics] if isinstance(topics, str) else list(topics)
+        if not topic_list:
+            raise TopologyError("stream() needs at least one topic")
+        consumed = consumed or Consumed()
+        node = self._source(topic_list, consumed)
+        return KStream(self._graph, node, consumed.key_serde, consumed.value_serde)
+
+    def table(self, topic: str, consumed: Optional[Consumed] = None,
+              materialized: Optional[Materialized] = None) -> KTable:
+        """A changelog stream of ``topic`` read as a table: the latest value per key."""
+        consumed = consumed or Consumed()
+        source = self._source([topic], consumed)
+        key_serde = (materialized and materialized.key_serde) or consumed.key_serde
+        value_serde = (materialized and materialized.value_serde) or consumed.value_serde
+        store = materialize(self._graph, materialized, "KTABLE-SOURCE", key_serde, value_serde)
+        node = self._graph.add("KTABLE-SOURCE", "table_source", [source], stores=(store,), store=store)
+        return KTable(self._graph, node, key_serde, value_serde, store, queryable=bool(
+            materialized and materialized.store_name))
+
+    def build(self) -> Topology:
+        """Freeze the graph into a :class:`Topology` (checks it, splits sub-topologies)."""
+        return self._graph.build()
+
+    def _source(self, topics: list[str], consumed: Consumed) -> str:
+        for topic in topics:
+            if topic in self._topics_read:
+                raise TopologyError(f"topic {topic!r} is already read by another source of this builder")
+            self._topics_read.add(topic)
+        return self._graph.add("KSTREAM-SOURCE", "source", [], name=consumed.name, topics=topics,
+                               key_serde=consumed.key_serde, value_serde=consumed.value_serde,
+                               timestamp_extractor=consumed.timestamp_extractor)

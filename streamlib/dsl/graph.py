@@ -1,0 +1,42 @@
+"""The mutable graph a ``StreamsBuilder`` grows; ``build()`` freezes it into a ``Topology``."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..topology import Node, StoreDef, Topology, TopologyError
+
+
+class GraphBuilder:
+    """Adds nodes with Kafka Streams-style generated names (``KSTREAM-FILTER-0000000003``)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {}
+        self.stores: dict[str, StoreDef] = {}
+        self._index = 0
+
+    def next_name(self, prefix: str) -> str:
+        name = f"{prefix}-{self._index:010d}"
+        self._index += 1
+        return name
+
+    def add(self, prefix: str, kind: str, parents: list[str], name: Optional[str] = None,
+            stores: tuple[str, ...] = (), **params: Any) -> str:
+        node_name = name or self.next_name(prefix)
+        if name is not None:
+            self._index += 1
+        if node_name in self.nodes:
+            raise TopologyError(f"a processor named {node_name!r} already exists")
+        self.nodes[node_name] = Node(node_name, kind, list(parents), params, stores)
+        return node_name
+
+    def add_store(self, store: StoreDef, user_named: bool) -> None:
+        if store.name in self.stores:
+            what = "store name" if user_named else "internal store"
+            raise TopologyError(f"{what} {store.name!r} is used twice; store names must be unique")
+        self.stores[store.name] = store
+
+    def internal_store_name(self, prefix: str) -> str:
+        return f"{prefix}-STATE-STORE-{self._index:010d}"
+
+    def build(self) -> Topology:
+        return Topology(dict(self.nodes), dict(self.stores))

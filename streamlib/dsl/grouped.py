@@ -1,0 +1,81 @@
+"""Grouped streams and tables: the aggregations that turn them into tables."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from ..serdes import Serde, Serdes
+from .graph import GraphBuilder
+from .ktable import KTable, materialize
+from .options import Materialized
+
+
+def _count_init() -> int:
+    return 0
+
+
+def _count_add(key: Any, value: Any, agg: int) -> int:
+    return agg + 1
+
+
+def _count_sub(key: Any, value: Any, agg: int) -> int:
+    return agg - 1
+
+
+class _Grouped:
+    def __init__(self, graph: GraphBuilder, node: str, key_serde: Optional[Serde],
+                 value_serde: Optional[Serde]):
+        self._graph = graph
+        self._node = node
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+
+    def _aggregate(self, prefix: str, kind: str, materialized: Optional[Materialized],
+                   value_serde: Optional[Serde], **params: Any) -> KTable:
+        key_serde = (materialized and materialized.key_serde) or self.key_serde
+        value_serde = (materialized and materialized.value_serde) or value_serde
+        store = materialize(self._graph, materialized, prefix, key_serde, value_serde)
+        node = self._graph.add(prefix, kind, [self._node], stores=(store,), store=store, **params)
+        return KTable(self._graph, node, key_serde, value_serde, store,
+                      queryable=bool(materialized and materialized.store_name))
+
+
+class KGroupedStream(_Grouped):
+    """A stream grouped by key, ready to aggregate (or to window)."""
+
+    def count(self, materialized: Optional[Materialized] = None) -> KTable:
+        """Count records per key (values are ``int``, Long on the wire)."""
+        return self._aggregate("KSTREAM-AGGREGATE", "aggregate", materialized, Serdes.long(),
+                               initializer=_count_init, aggregator=_count_add, op="count")
+
+    def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Optional[Materialized] = None) -> KTable:
+        """Combine values per key with ``reducer(aggregate, value)``."""
+        return self._aggregate("KSTREAM-REDUCE", "aggregate", materialized, self.value_serde,
+                               initializer=None, aggregator=reducer, op="reduce")
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  materialized: Optional[Materialized] = None) -> KTable:
+        """Fold values per key: ``aggregator(key, value, aggregate)`` from ``initializer()``."""
+        return self._aggregate("KSTREAM-AGGREGATE", "aggregate", materialized, None,
+                               initializer=initializer, aggregator=aggregator, op="aggregate")
+
+
+class KGroupedTable(_Grouped):
+    """A table re-grouped by a new key: updates subtract the old value from the old
+    group and add the new value to the new group (Kafka Streams' ``KGroupedTable``)."""
+
+    def count(self, materialized: Optional[Materialized] = None) -> KTable:
+        return self._aggregate("KTABLE-AGGREGATE", "table_aggregate", materialized, Serdes.long(),
+                               initializer=_count_init, adder=_count_add, subtractor=_count_sub,
+                               op="count")
+
+    def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
+               materialized: Optional[Materialized] = None) -> KTable:
+        return self._aggregate("KTABLE-REDUCE", "table_aggregate", materialized, self.value_serde,
+                               initializer=None, adder=adder, subtractor=subtractor, op="reduce")
+
+    def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
+                  subtractor: Callable[[Any, Any, Any], Any],
+                  materialized: Optional[Materialized] = None) -> KTable:
+        return self._aggregate("KTABLE-AGGREGATE", "table_aggregate", materialized, None,
+                               initializer=initializer, adder=adder, subtractor=subtractor,
+                               op="aggregate")

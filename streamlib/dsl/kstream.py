@@ -1,0 +1,191 @@
+"""``KStream``: an unbounded stream of key-value records."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Optional, Union
+
+from ..serdes import Serde
+from ..topology import TopologyError
+from .graph import GraphBuilder
+from .options import Grouped, Materialized, Produced, Repartitioned
+
+
+class KStream:
+    """A record stream; every method adds a node to the builder's graph and returns
+    the stream (or table) downstream of it. Nothing runs until the topology starts.
+
+    ``key_serde``/``value_serde`` are the serdes known for this stream (``None``:
+    the application's defaults are used where bytes are needed).
+    """
+
+    def __init__(self, graph: GraphBuilder, node: str, key_serde: Optional[Serde],
+                 value_serde: Optional[Serde], repartition_required: bool = False):
+        self._graph = graph
+        self._node = node
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self._repartition_required = repartition_required
+
+    @property
+    def node_name(self) -> str:
+        return self._node
+
+    def _then(self, prefix: str, kind: str, *, key_changed: bool = False, value_changed: bool = True,
+              name: Optional[str] = None, **params: Any) -> "KStream":
+        node = self._graph.add(prefix, kind, [self._node], name=name, **params)
+        return KStream(self._graph, node,
+                       None if key_changed else self.key_serde,
+                       None if value_changed else self.value_serde,
+                       self._repartition_required or key_changed)
+
+    # -- stateless ------------------------------------------------------------------------
+    def filter(self, predicate: Callable[[Any, Any], bool], name: Optional[str] = None) -> "KStream":
+        """Keep records for which ``predicate(key, value)`` is true."""
+        return self._then("KSTREAM-FILTER", "filter", value_changed=False, name=name,
+                          predicate=predicate, negate=False)
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool], name: Optional[str] = None) -> "KStream":
+        """Drop records for which ``predicate(key, value)`` is true."""
+        return self._then("KSTREAM-FILTER", "filter", value_changed=False, name=name,
+                          predicate=predicate, negate=True)
+
+    def map(self, mapper: Callable[[Any, Any], tuple], name: Optional[str] = None) -> "KStream":
+        """Replace each record by ``mapper(key, value) -> (new_key, new_value)``."""
+        return self._then("KSTREAM-MAP", "map", key_changed=True, name=name, mapper=mapper)
+
+    def map_values(self, mapper: Callable[[Any], Any], name: Optional[str] = None) -> "KStream":
+        """Replace each value by ``mapper(value)``; the key is kept."""
+        return self._then("KSTREAM-MAPVALUES", "map_values", name=name, mapper=mapper)
+
+    def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple]], name: Optional[str] = None) -> "KStream":
+        """Replace each record by zero or more ``(key, value)`` pairs."""
+        return self._then("KSTREAM-FLATMAP", "flat_map", key_changed=True, name=name, mapper=mapper)
+
+    def flat_map_values(self, mapper: Callable[[Any], Iterable], name: Optional[str] = None) -> "KStream":
+        """Replace each value by zero or more values; the key is kept."""
+        return self._then("KSTREAM-FLATMAPVALUES", "flat_map_values", name=name, mapper=mapper)
+
+    def select_key(self, mapper: Callable[[Any, Any], Any], name: Optional[str] = None) -> "KStream":
+        """Set the key to ``mapper(key, value)``."""
+        return self._then("KSTREAM-KEY-SELECT", "select_key", key_changed=True, value_changed=False,
+                          name=name, mapper=mapper)
+
+    def peek(self, action: Callable[[Any, Any], None], name: Optional[str] = None) -> "KStream":
+        """Call ``action(key, value)`` for each record and pass it on unchanged."""
+        return self._then("KSTREAM-PEEK", "peek", value_changed=False, name=name, action=action)
+
+    def foreach(self, action: Callable[[Any, Any], None], name: Optional[str] = None) -> None:
+        """Call ``action(key, value)`` for each record (terminal)."""
+        self._graph.add("KSTREAM-FOREACH", "foreach", [self._node], name=name, action=action)
+
+    def merge(self, other: "KStream", name: Optional[str] = None) -> "KStream":
+        """Interleave this stream with ``other``."""
+        if other._graph is not self._graph:
+            raise TopologyError("merge(): both streams must come from the same StreamsBuilder")
+        node = self._graph.add("KSTREAM-MERGE", "merge", [self._node, other._node], name=name)
+        same = self.key_serde == other.key_serde and self.value_serde == other.value_serde
+        return KStream(self._graph, node, self.key_serde if same else None,
+                       self.value_serde if same else None,
+                       self._repartition_required or other._repartition_required)
+
+    def split(self, name: Optional[str] = None) -> "BranchedKStream":
+        """Route each record to the first branch whose predicate matches."""
+        return BranchedKStream(self, name or "")
+
+    # -- sinks and repartitioning -----------------------------------------------------------
+    def to(self, topic: str, produced: Optional[Produced] = None) -> None:
+        """Write every record to ``topic``."""
+        produced = produced or Produced()
+        self._graph.add("KSTREAM-SINK", "sink", [self._node], name=produced.name, topic=topic,
+                        key_serde=produced.key_serde or self.key_serde,
+                        value_serde=produced.value_serde or self.value_serde,
+                        partitioner=produced.partitioner)
+
+    def repartition(self, repartitioned: Optional[Repartitioned] = None) -> "KStream":
+        """Redistribute records by key (optionally into ``num_partitions`` partitions)."""
+        repartitioned = repartitioned or Repartitioned()
+        return self._repartition(repartitioned.name, repartitioned.key_serde or self.key_serde,
+                                 repartitioned.value_serde or self.value_serde,
+                                 repartitioned.num_partitions)
+
+    def _repartition(self, name: Optional[str], key_serde: Optional[Serde],
+                     value_serde: Optional[Serde], num_partitions: Optional[int] = None) -> "KStream":
+        base = name or self._graph.next_name("KSTREAM-REPARTITION")
+        topic = f"{base}-repartition"
+        if any(n.kind == "repartition" and n.params["topic"] == topic for n in self._graph.nodes.values()):
+            raise TopologyError(f"repartition name {base!r} is used twice")
+        self._graph.add("KSTREAM-SINK", "repartition", [self._node], name=f"{base}-sink", topic=topic,
+                        key_serde=key_serde, value_serde=value_serde, num_partitions=num_partitions)
+        source = self._graph.add("KSTREAM-SOURCE", "source", [], name=f"{base}-source", topics=[topic],
+                                 internal=True, key_serde=key_serde, value_serde=value_serde,
+                                 num_partitions=num_partitions)
+        return KStream(self._graph, source, key_serde, value_serde)
+
+    def to_table(self, materialized: Optional[Materialized] = None, name: Optional[str] = None):
+        """The stream read as a changelog: a table of the latest value per key."""
+        from .ktable import KTable, materialize
+        stream = self._repartition(None, self.key_serde, self.value_serde) \
+            if self._repartition_required else self
+        key_serde = (materialized and materialized.key_serde) or stream.key_serde
+        value_serde = (materialized and materialized.value_serde) or stream.value_serde
+        store = materialize(self._graph, materialized, "KSTREAM-TOTABLE", key_serde, value_serde)
+        node = self._graph.add("KSTREAM-TOTABLE", "table_source", [stream._node], name=name,
+                               stores=(store,), store=store)
+        return KTable(self._graph, node, key_serde, value_serde, store,
+                      queryable=bool(materialized and materialized.store_name))
+
+    # -- grouping ------------------------------------------------------------------------
+    def group_by_key(self, grouped: Optional[Grouped] = None):
+        """Group by the current key (repartitions first if an upstream step changed keys)."""
+        from .grouped import KGroupedStream
+        grouped = grouped or Grouped()
+        key_serde = grouped.key_serde or self.key_serde
+        value_serde = grouped.value_serde or self.value_serde
+        stream = self._repartition(grouped.name, key_serde, value_serde) \
+            if self._repartition_required else self
+        return KGroupedStream(self._graph, stream._node, key_serde, value_serde)
+
+    def group_by(self, selector: Callable[[Any, Any], Any], grouped: Optional[Grouped] = None):
+        """Group by ``selector(key, value)`` (always repartitions, like Kafka Streams)."""
+        return self.select_key(selector).group_by_key(grouped)
+
+    def __repr__(self) -> str:
+        return f"KStream({self._node})"
+
+
+class BranchedKStream:
+    """Result of :meth:`KStream.split`: add branches, then ``default_branch()`` or ``no_default_branch()``."""
+
+    def __init__(self, stream: KStream, prefix: str):
+        self._stream = stream
+        self._prefix = prefix
+        self._predicates: list[Callable[[Any, Any], bool]] = []
+        self._names: list[str] = []
+        self._node: Optional[str] = None
+
+    def branch(self, predicate: Callable[[Any, Any], bool], name: Optional[str] = None) -> "BranchedKStream":
+        """Records matching ``predicate(key, value)`` (and no earlier branch) go to this branch."""
+        self._predicates.append(predicate)
+        self._names.append(self._prefix + (name or str(len(self._names) + 1)))
+        return self
+
+    def default_branch(self, name: Optional[str] = None) -> dict[str, KStream]:
+        """Records matching no branch go here; returns every branch by name."""
+        self._names.append(self._prefix + (name or "0"))
+        return self._finish(with_default=True)
+
+    def no_default_branch(self) -> dict[str, KStream]:
+        """Records matching no branch are dropped; returns every branch by name."""
+        return self._finish(with_default=False)
+
+    def _finish(self, with_default: bool) -> dict[str, KStream]:
+        if len(set(self._names)) != len(self._names):
+            raise TopologyError(f"split(): branch names must be unique, got {self._names}")
+        graph = self._stream._graph
+        split = graph.add("KSTREAM-BRANCH", "branch", [self._stream._node],
+                          predicates=list(self._predicates), with_default=with_default)
+        result = {}
+        for index, name in enumerate(self._names):
+            child = graph.add("KSTREAM-BRANCHCHILD", "branch_child", [split], index=index)
+            result[name] = KStream(graph, child, self._stream.key_serde, self._stream.value_serde,
+                                   self._stream._repartition_required)
+        return result

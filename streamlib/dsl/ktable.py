@@ -1,0 +1,103 @@
+"""``KTable``: a changelog stream read as the latest value per key."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from ..serdes import Serde
+from ..topology import StoreDef
+from .graph import GraphBuilder
+from .options import Grouped, Materialized
+
+
+def materialize(graph: GraphBuilder, materialized: Optional[Materialized], prefix: str,
+                key_serde: Optional[Serde], value_serde: Optional[Serde]) -> str:
+    """Register the store behind a table and return its name (generated when unnamed)."""
+    named = bool(materialized and materialized.store_name)
+    name = materialized.store_name if named else graph.internal_store_name(prefix)
+    logging = materialized.logging if materialized else True
+    graph.add_store(StoreDef(name, "kv", key_serde, value_serde, logging=logging, queryable=named),
+                    user_named=named)
+    return name
+
+
+class KTable:
+    """A table: every record is an update of its key; ``None`` deletes the key.
+
+    Updates flow downstream as changes (new value, old value), so that a filter can
+    turn an update into a delete and a re-grouping can subtract the old value.
+    """
+
+    def __init__(self, graph: GraphBuilder, node: str, key_serde: Optional[Serde],
+                 value_serde: Optional[Serde], store: Optional[str], queryable: bool = False):
+        self._graph = graph
+        self._node = node
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self._store = store
+        self._queryable = queryable
+
+    @property
+    def query_name(self) -> Optional[str]:
+        """The name to query this table's store by, or ``None`` if it is not queryable."""
+        return self._store if self._queryable else None
+
+    @property
+    def node_name(self) -> str:
+        return self._node
+
+    def _derive(self, prefix: str, kind: str, materialized: Optional[Materialized],
+                value_serde: Optional[Serde], name: Optional[str] = None, **params: Any) -> "KTable":
+        store = None
+        if materialized is not None:
+            value_serde = materialized.value_serde or value_serde
+            store = materialize(self._graph, materialized, prefix, self.key_serde, value_serde)
+        node = self._graph.add(prefix, kind, [self._node], name=name,
+                               stores=(store,) if store else (), store=store, **params)
+        return KTable(self._graph, node, self.key_serde, value_serde, store,
+                      queryable=bool(materialized and materialized.store_name))
+
+    def filter(self, predicate: Callable[[Any, Any], bool], materialized: Optional[Materialized] = None,
+               name: Optional[str] = None) -> "KTable":
+        """Keep rows for which ``predicate(key, value)`` holds; an update that no longer
+        matches becomes a delete downstream."""
+        return self._derive("KTABLE-FILTER", "table_filter", materialized, self.value_serde, name,
+                            predicate=predicate, negate=False)
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool], materialized: Optional[Materialized] = None,
+                   name: Optional[str] = None) -> "KTable":
+        """Drop rows for which ``predicate(key, value)`` holds."""
+        return self._derive("KTABLE-FILTER", "table_filter", materialized, self.value_serde, name,
+                            predicate=predicate, negate=True)
+
+    def map_values(self, mapper: Callable[[Any], Any], materialized: Optional[Materialized] = None,
+                   name: Optional[str] = None) -> "KTable":
+        """Replace each value by ``mapper(value)``."""
+        return self._derive("KTABLE-MAPVALUES", "table_map_values", materialized, None, name,
+                            mapper=mapper)
+
+    def to_stream(self, mapper: Optional[Callable[[Any, Any], Any]] = None,
+                  name: Optional[str] = None):
+        """The table's updates as a stream (deletes as ``None`` values)."""
+        from .kstream import KStream
+        node = self._graph.add("KTABLE-TOSTREAM", "to_stream", [self._node], name=name, mapper=mapper)
+        return KStream(self._graph, node, None if mapper else self.key_serde, self.value_serde,
+                       repartition_required=mapper is not None)
+
+    def group_by(self, selector: Callable[[Any, Any], tuple], grouped: Optional[Grouped] = None):
+        """Re-group rows by ``selector(key, value) -> (new_key, new_value)`` for a
+        :class:`KGroupedTable` aggregation (Kafka Streams' ``KTable#groupBy``)."""
+        from .grouped import KGroupedTable
+        grouped = grouped or Grouped()
+        base = grouped.name or self._graph.next_name("KTABLE-REPARTITION")
+        select = self._graph.add("KTABLE-SELECT", "table_select", [self._node], selector=selector)
+        topic = f"{base}-repartition"
+        self._graph.add("KSTREAM-SINK", "repartition", [select], name=f"{base}-sink", topic=topic,
+                        key_serde=grouped.key_serde, value_serde=grouped.value_serde,
+                        num_partitions=None, changes=True)
+        source = self._graph.add("KSTREAM-SOURCE", "source", [], name=f"{base}-source", topics=[topic],
+                                 internal=True, key_serde=grouped.key_serde,
+                                 value_serde=grouped.value_serde, changes=True)
+        return KGroupedTable(self._graph, source, grouped.key_serde, grouped.value_serde)
+
+    def __repr__(self) -> str:
+        return f"KTable({self._node}, store={self._store})"

@@ -1,0 +1,154 @@
+"""Option objects of the DSL (Kafka Streams' ``Consumed``, ``Produced``, ...).
+
+Each is a small frozen value; ``None`` fields fall back to the application's
+default serdes or to a generated name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any, Callable, Optional
+
+from ..serdes import Serde
+from ..time import Duration, to_millis
+
+
+@dataclass(frozen=True)
+class Consumed:
+    """How a source topic is read: serdes and an optional timestamp extractor."""
+
+    key_serde: Optional[Serde] = None
+    value_serde: Optional[Serde] = None
+    timestamp_extractor: Optional[Callable[[Any, Any, int], int]] = None
+    name: Optional[str] = None
+
+    @staticmethod
+    def with_(key_serde: Optional[Serde] = None, value_serde: Optional[Serde] = None,
+              timestamp_extractor: Optional[Callable] = None) -> "Consumed":
+        return Consumed(key_serde, value_serde, timestamp_extractor)
+
+    @staticmethod
+    def as_(name: str) -> "Consumed":
+        return Consumed(name=name)
+
+
+@dataclass(frozen=True)
+class Produced:
+    """How records are written to a topic: serdes and an optional partitioner
+    ``fn(key, value, num_partitions) -> int``."""
+
+    key_serde: Optional[Serde] = None
+    value_serde: Optional[Serde] = None
+    partitioner: Optional[Callable[[Any, Any, int], int]] = None
+    name: Optional[str] = None
+
+    @staticmethod
+    def with_(key_serde: Optional[Serde] = None, value_serde: Optional[Serde] = None,
+              partitioner: Optional[Callable] = None) -> "Produced":
+        return Produced(key_serde, value_serde, partitioner)
+
+
+@dataclass(frozen=True)
+class Grouped:
+    """Serdes (and name of the repartition step) for ``group_by``/``group_by_key``."""
+
+    key_serde: Optional[Serde] = None
+    value_serde: Optional[Serde] = None
+    name: Optional[str] = None
+
+    @staticmethod
+    def with_(key_serde: Optional[Serde] = None, value_serde: Optional[Serde] = None,
+              name: Optional[str] = None) -> "Grouped":
+        return Grouped(key_serde, value_serde, name)
+
+    @staticmethod
+    def as_(name: str) -> "Grouped":
+        return Grouped(name=name)
+
+
+@dataclass(frozen=True)
+class Repartitioned:
+    """Explicit repartitioning: serdes, name and number of partitions."""
+
+    key_serde: Optional[Serde] = None
+    value_serde: Optional[Serde] = None
+    name: Optional[str] = None
+    num_partitions: Optional[int] = None
+
+    @staticmethod
+    def with_(key_serde: Optional[Serde] = None, value_serde: Optional[Serde] = None,
+              name: Optional[str] = None, num_partitions: Optional[int] = None) -> "Repartitioned":
+        return Repartitioned(key_serde, value_serde, name, num_partitions)
+
+    @staticmethod
+    def as_(name: str) -> "Repartitioned":
+        return Repartitioned(name=name)
+
+    def with_num_partitions(self, n: int) -> "Repartitioned":
+        return replace(self, num_partitions=n)
+
+
+@dataclass(frozen=True)
+class Materialized:
+    """Name (queryable) and serdes of the store behind a KTable."""
+
+    store_name: Optional[str] = None
+    key_serde: Optional[Serde] = None
+    value_serde: Optional[Serde] = None
+    logging: bool = True
+    caching: bool = True
+
+    @staticmethod
+    def as_(store_name: str) -> "Materialized":
+        return Materialized(store_name)
+
+    @staticmethod
+    def with_(key_serde: Optional[Serde] = None, value_serde: Optional[Serde] = None) -> "Materialized":
+        return Materialized(None, key_serde, value_serde)
+
+    def with_key_serde(self, serde: Serde) -> "Materialized":
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Serde) -> "Materialized":
+        return replace(self, value_serde=serde)
+
+    def with_logging_disabled(self) -> "Materialized":
+        return replace(self, logging=False)
+
+    def with_caching_disabled(self) -> "Materialized":
+        return replace(self, caching=False)
+
+
+@dataclass(frozen=True)
+class Joined:
+    """Serdes and grace of a stream-table join (``grace=0``: the classic join)."""
+
+    key_serde: Optional[Serde] = None
+    value_serde: Optional[Serde] = None
+    other_value_serde: Optional[Serde] = None
+    grace: Duration = timedelta(0)
+    name: Optional[str] = None
+
+    @staticmethod
+    def with_(key_serde: Optional[Serde] = None, value_serde: Optional[Serde] = None,
+              other_value_serde: Optional[Serde] = None, grace: Duration = timedelta(0)) -> "Joined":
+        return Joined(key_serde, value_serde, other_value_serde, grace)
+
+    @property
+    def grace_ms(self) -> int:
+        return to_millis(self.grace, "grace")
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    """What a ``KTable.suppress`` holds back; only ``until_window_closes`` for now."""
+
+    kind: str = "until_window_closes"
+
+    @staticmethod
+    def until_window_closes() -> "Suppressed":
+        return Suppressed("until_window_closes")
+
+    @staticmethod
+    def emit_final() -> "Suppressed":
+        return Suppressed("until_window_closes")

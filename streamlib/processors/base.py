@@ -1,0 +1,84 @@
+"""The processor contract: a node of a running sub-topology, and the context it runs in."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from ..config import StreamsConfig
+
+from ..topology import Node
+from .record import Record
+
+
+class ProcessingError(RuntimeError):
+    """A user function or a serde failed on a record; names the record and the node."""
+
+    def __init__(self, message: str, record: Optional[Record] = None, node: Optional[str] = None):
+        where = f" at {record.where()}" if record is not None and record.offset >= 0 else ""
+        at_node = f" in {node}" if node else ""
+        super().__init__(f"{message}{at_node}{where}")
+        self.record = record
+        self.node = node
+
+
+class ProcessorContext:
+    """What a processor sees of its task: stores, stream time, output, metrics."""
+
+    def __init__(self, task_id: str, partition: int, config: StreamsConfig,
+                 topic_partitions: Callable[[str], int]):
+        self.task_id = task_id
+        self.partition = partition
+        self.config = config
+        self.caching = config.caching
+        #: number of partitions of an output topic (for custom partitioners)
+        self.topic_partitions = topic_partitions
+        self.stores: dict[str, Any] = {}
+        self.stream_time = -1
+        #: rows leaving the task: (topic, partition or None, timestamp, key, value, headers)
+        self.output: list[tuple] = []
+        self.metrics: dict[str, int] = {"records_in": 0, "records_out": 0, "dropped_records": 0,
+                                        "skipped_records": 0, "dead_letter_records": 0}
+
+    def store(self, name: str) -> Any:
+        return self.stores[name]
+
+    def emit(self, topic: str, partition: Optional[int], timestamp: int, key: Optional[bytes],
+             value: Optional[bytes], headers: tuple) -> None:
+        self.output.append((topic, partition, timestamp, key, value, headers))
+
+    def count(self, metric: str, n: int = 1) -> None:
+        self.metrics[metric] = self.metrics.get(metric, 0) + n
+
+
+class Processor:
+    """A node of a running sub-topology: receives records, forwards to children.
+
+    Subclasses implement :meth:`process`; stateful ones may also implement
+    :meth:`flush` (end of a commit: emit what caching held back).
+    """
+
+    def __init__(self, node: Node, context: ProcessorContext):
+        self.node = node
+        self.name = node.name
+        self.context = context
+        self.children: list["Processor"] = []
+
+    def init(self) -> None:
+        """Called once the task's stores are open for a new batch."""
+
+    def process(self, record: Record) -> None:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        """End of a commit."""
+
+    def forward(self, record: Record) -> None:
+        for child in self.children:
+            self.forward_to(child, record)
+
+    def forward_to(self, child: "Processor", record: Record) -> None:
+        try:
+            child.process(record)
+        except ProcessingError:
+            raise
+        except Exception as exc:
+            raise ProcessingError(f"{type(exc).__name__}: {exc}", record, child.name) from exc

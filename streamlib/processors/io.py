@@ -1,0 +1,103 @@
+"""Where records enter and leave a sub-topology: sources (bytes -> objects) and
+sinks (objects -> bytes, to a topic or a repartition)."""
+from __future__ import annotations
+
+import logging
+import struct
+from typing import Optional
+
+from ..serdes import Serde
+from .base import Processor, ProcessingError
+from .record import Change, Record, decode_change, encode_change
+
+log = logging.getLogger("streamlib")
+_LONG = struct.Struct(">q")
+
+
+class SourceProcessor(Processor):
+    """Deserializes input records once; bad payloads go to the configured handler."""
+
+    def init(self) -> None:
+        config = self.context.config
+        self.key_serde: Serde = self.node.params.get("key_serde") or config.default_key_serde
+        self.value_serde: Serde = self.node.params.get("value_serde") or config.default_value_serde
+        self.extractor = self.node.params.get("timestamp_extractor")
+        self.changes = self.node.params.get("changes", False)
+        self.handler = config.deserialization_exception_handler
+
+    def receive(self, topic: str, partition: int, offset: int, timestamp: int,
+                key: Optional[bytes], value: Optional[bytes], headers: tuple) -> None:
+        try:
+            key_obj = self.key_serde.deserialize(key)
+            if self.changes:
+                new, old = decode_change(value)
+                value_obj = Change(self.value_serde.deserialize(new), self.value_serde.deserialize(old))
+            else:
+                value_obj = self.value_serde.deserialize(value)
+        except Exception as exc:
+            self._bad_record(topic, partition, offset, timestamp, key, value, headers, exc)
+            return
+        record = Record(key_obj, value_obj, timestamp, headers, topic, partition, offset)
+        if self.extractor is not None:
+            try:
+                record.timestamp = int(self.extractor(key_obj, value_obj, timestamp))
+            except Exception as exc:
+                raise ProcessingError(f"timestamp extractor failed: {type(exc).__name__}: {exc}",
+                                      record, self.name) from exc
+        self.context.count("records_in")
+        if record.timestamp > self.context.stream_time:
+            self.context.stream_time = record.timestamp
+        self.forward(record)
+
+    def process(self, record: Record) -> None:
+        self.forward(record)
+
+    def _bad_record(self, topic, partition, offset, timestamp, key, value, headers, exc) -> None:
+        where = f"topic {topic!r} partition {partition} offset {offset}"
+        if self.handler == "fail":
+            raise DeserializationFailure(
+                f"cannot deserialize the record at {where} in {self.name}: {exc} "
+                "(deserialization_exception_handler='fail')") from exc
+        if self.handler == "log_and_continue":
+            log.warning("skipping record at %s: %s", where, exc)
+            self.context.count("skipped_records")
+            return
+        dlq_headers = tuple(headers) + (
+            ("streamlib.error", str(exc).encode()), ("streamlib.topic", topic.encode()),
+            ("streamlib.partition", _LONG.pack(partition)), ("streamlib.offset", _LONG.pack(offset)))
+        self.context.emit(self.context.config.dead_letter_topic, None, timestamp, key, value, dlq_headers)
+        self.context.count("dead_letter_records")
+
+
+class DeserializationFailure(ProcessingError):
+    """A record could not be deserialized and the handler is ``fail``."""
+
+
+class SinkProcessor(Processor):
+    """Serializes records and hands them to the task's output, bound for a topic."""
+
+    def init(self) -> None:
+        config = self.context.config
+        params = self.node.params
+        self.topic = params["topic"]
+        self.key_serde: Serde = params.get("key_serde") or config.default_key_serde
+        self.value_serde: Serde = params.get("value_serde") or config.default_value_serde
+        self.partitioner = params.get("partitioner")
+        self.changes = params.get("changes", False)
+
+    def process(self, record: Record) -> None:
+        try:
+            key = self.key_serde.serialize(record.key)
+            if self.changes:
+                value = encode_change(self.value_serde.serialize(record.value.new),
+                                      self.value_serde.serialize(record.value.old))
+            else:
+                value = self.value_serde.serialize(record.value)
+        except Exception as exc:
+            raise ProcessingError(f"cannot serialize record for topic {self.topic!r}: {exc}",
+                                  record, self.name) from exc
+        partition = None
+        if self.partitioner is not None:
+            partition = self.partitioner(record.key, record.value, self.context.topic_partitions(self.topic))
+        self.context.emit(self.topic, partition, record.timestamp, key, value, record.headers)
+        self.context.count("records_out")

@@ -1,0 +1,68 @@
+"""What flows between processors: records, and table changes."""
+from __future__ import annotations
+
+import struct
+from typing import Any, NamedTuple, Optional
+
+Headers = tuple[tuple[str, bytes], ...]
+
+
+class Record:
+    """A record inside a task. ``topic``/``partition``/``offset`` name the input
+    record it came from, for error messages."""
+
+    __slots__ = ("key", "value", "timestamp", "headers", "topic", "partition", "offset")
+
+    def __init__(self, key: Any, value: Any, timestamp: int, headers: Headers = (),
+                 topic: str = "", partition: int = -1, offset: int = -1):
+        self.key = key
+        self.value = value
+        self.timestamp = timestamp
+        self.headers = headers
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+    def with_(self, key: Any, value: Any) -> "Record":
+        return Record(key, value, self.timestamp, self.headers, self.topic, self.partition, self.offset)
+
+    def with_value(self, value: Any) -> "Record":
+        return Record(self.key, value, self.timestamp, self.headers, self.topic, self.partition, self.offset)
+
+    def where(self) -> str:
+        return f"topic {self.topic!r} partition {self.partition} offset {self.offset}"
+
+    def __repr__(self) -> str:
+        return f"Record({self.key!r}, {self.value!r}, ts={self.timestamp})"
+
+
+class Change(NamedTuple):
+    """A table update: the key's new value and its previous value (either may be None)."""
+
+    new: Any
+    old: Any
+
+
+_LENGTH = struct.Struct(">i")
+
+
+def encode_change(new: Optional[bytes], old: Optional[bytes]) -> bytes:
+    """Both sides of a change in one payload, for a KTable re-grouping's repartition."""
+    parts = []
+    for side in (new, old):
+        parts.append(_LENGTH.pack(-1) if side is None else _LENGTH.pack(len(side)) + side)
+    return b"".join(parts)
+
+
+def decode_change(data: bytes) -> tuple[Optional[bytes], Optional[bytes]]:
+    sides = []
+    pos = 0
+    for _ in range(2):
+        (length,) = _LENGTH.unpack_from(data, pos)
+        pos += 4
+        if length < 0:
+            sides.append(None)
+        else:
+            sides.append(bytes(data[pos:pos + length]))
+            pos += length
+    return sides[0], sides[1]

@@ -1,0 +1,113 @@
+"""Typed views of the task's byte stores, as processors use them.
+
+Values are kept with their timestamp (Kafka's timestamped key-value store); the
+view caches deserialized values for the batch so a hot key is decoded once, and
+writes its changes to the byte store in one ``put_many`` at the end of the batch.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+from ..serdes import Serde
+from ..state.timestamped import decode_timestamped, encode_timestamped
+
+_MISSING = object()
+
+
+class TimestampedKeyValueStore:
+    """``get(key) -> (value, timestamp) | None`` and ``put(key, value, timestamp)``."""
+
+    def __init__(self, name: str, store: Any, key_serde: Serde, value_serde: Serde):
+        self.name = name
+        self.store = store
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self._cache: dict[bytes, Optional[tuple[Any, int]]] = {}
+        self._dirty: dict[bytes, None] = {}
+
+    def key_bytes(self, key: Any) -> bytes:
+        return self.key_serde.serialize(key)
+
+    def get(self, key: Any) -> Optional[tuple[Any, int]]:
+        return self.get_by_bytes(self.key_serde.serialize(key))
+
+    def get_by_bytes(self, kb: bytes) -> Optional[tuple[Any, int]]:
+        cached = self._cache.get(kb, _MISSING)
+        if cached is not _MISSING:
+            return cached
+        raw = self.store.get(kb)
+        entry = None
+        if raw is not None:
+            value, ts = decode_timestamped(raw)
+            entry = (self.value_serde.deserialize(value), ts)
+        self._cache[kb] = entry
+        return entry
+
+    def put_by_bytes(self, kb: bytes, value: Any, timestamp: int) -> None:
+        self._cache[kb] = None if value is None else (value, timestamp)
+        self._dirty[kb] = None
+
+    def put(self, key: Any, value: Any, timestamp: int) -> None:
+        self.put_by_bytes(self.key_serde.serialize(key), value, timestamp)
+
+    def write_back(self) -> None:
+        """Hand this batch's changes to the byte store (called before the store commits)."""
+        if not self._dirty:
+            self._cache.clear()
+            return
+        items = []
+        for kb in self._dirty:
+            entry = self._cache[kb]
+            if entry is None:
+                items.append((kb, None))
+            else:
+                items.append((kb, encode_timestamped(self.value_serde.serialize(entry[0]), entry[1])))
+        self.store.put_many(items)
+        self._dirty.clear()
+        self._cache.clear()
+
+
+class KeyValueStoreView:
+    """Read-only, typed view of a timestamped store for queries (``app.store(name)``,
+    ``driver.get_key_value_store(name)``): plain values, as in Kafka Streams."""
+
+    def __init__(self, name: str, store: Any, key_serde: Serde, value_serde: Serde):
+        self.name = name
+        self._store = store
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+
+    def _value(self, raw: Optional[bytes]) -> Any:
+        if raw is None:
+            return None
+        return self._value_serde.deserialize(decode_timestamped(raw)[0])
+
+    def _items(self, pairs) -> Iterator[tuple[Any, Any]]:
+        for kb, raw in pairs:
+            yield self._key_serde.deserialize(kb), self._value(raw)
+
+    def get(self, key: Any) -> Any:
+        """The key's current value, or ``None``."""
+        return self._value(self._store.get(self._key_serde.serialize(key)))
+
+    def get_with_timestamp(self, key: Any) -> Optional[tuple[Any, int]]:
+        raw = self._store.get(self._key_serde.serialize(key))
+        if raw is None:
+            return None
+        value, ts = decode_timestamped(raw)
+        return self._value_serde.deserialize(value), ts
+
+    def range(self, key_from: Any = None, key_to: Any = None) -> Iterator[tuple[Any, Any]]:
+        """``(key, value)`` pairs with ``key_from <= key <= key_to`` in serialized-key order."""
+        lo = None if key_from is None else self._key_serde.serialize(key_from)
+        hi = None if key_to is None else self._key_serde.serialize(key_to)
+        return self._items(self._store.range(lo, hi))
+
+    def all(self) -> Iterator[tuple[Any, Any]]:
+        return self._items(self._store.all())
+
+    def prefix_scan(self, prefix: Any) -> Iterator[tuple[Any, Any]]:
+        return self._items(self._store.prefix_scan(self._key_serde.serialize(prefix)))
+
+    def approximate_num_entries(self) -> int:
+        return self._store.approximate_num_entries()

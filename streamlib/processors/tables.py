@@ -1,0 +1,125 @@
+"""KTable steps: materializing updates, filtering and mapping changes, re-grouping."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .base import Processor
+from .record import Change, Record
+
+
+class TableEmitter:
+    """Forwards table updates downstream: at once without caching, or at the end of
+    the commit with caching — the latest update per key, in the order keys were last
+    updated, with the value the key had before the commit as the old value
+    (Kafka Streams' record cache)."""
+
+    def __init__(self, processor: Processor, caching: bool):
+        self.processor = processor
+        self.caching = caching
+        self._pending: dict[Any, list] = {}
+
+    def emit(self, record: Record, kb: bytes, new: Any, old: Any, timestamp: int) -> None:
+        if not self.caching:
+            self.processor.forward(Record(record.key, Change(new, old), timestamp, record.headers,
+                                          record.topic, record.partition, record.offset))
+            return
+        entry = self._pending.pop(kb, None)
+        if entry is not None:
+            old = entry[0].value.old
+        self._pending[kb] = [Record(record.key, Change(new, old), timestamp, record.headers,
+                                    record.topic, record.partition, record.offset)]
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, {}
+        for (update,) in pending.values():
+            self.processor.forward(update)
+
+
+class StatefulProcessor(Processor):
+    """A processor with a timestamped store (optional for derived tables) and an emitter."""
+
+    def init(self) -> None:
+        store = self.node.params.get("store")
+        self.store = self.context.store(store) if store else None
+        self.emitter = TableEmitter(self, self.context.caching and self.store is not None)
+
+    def flush(self) -> None:
+        self.emitter.flush()
+
+
+class TableSourceProcessor(StatefulProcessor):
+    """A stream read as a table: each record replaces its key's value."""
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            self.context.count("dropped_records")
+            return
+        kb = self.store.key_bytes(record.key)
+        previous = self.store.get_by_bytes(kb)
+        self.store.put_by_bytes(kb, record.value, record.timestamp)
+        self.emitter.emit(record, kb, record.value, previous[0] if previous else None, record.timestamp)
+
+
+class _DerivedTableProcessor(StatefulProcessor):
+    """Shared by filter and map_values: compute the change, optionally store it."""
+
+    def derive(self, key: Any, value: Any) -> Any:
+        raise NotImplementedError
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        new = None if change.new is None else self.derive(record.key, change.new)
+        old = None if change.old is None else self.derive(record.key, change.old)
+        if self.store is not None:
+            kb = self.store.key_bytes(record.key)
+            previous = self.store.get_by_bytes(kb)
+            old = previous[0] if previous else None
+            self.store.put_by_bytes(kb, new, record.timestamp)
+        if new is None and old is None:
+            return
+        self.emitter.emit(record, record.key if self.store is None else kb, new, old, record.timestamp)
+
+
+class TableFilterProcessor(_DerivedTableProcessor):
+    def init(self) -> None:
+        super().init()
+        self.predicate = self.node.params["predicate"]
+        self.keep_when = not self.node.params["negate"]
+
+    def derive(self, key: Any, value: Any) -> Optional[Any]:
+        return value if bool(self.predicate(key, value)) == self.keep_when else None
+
+
+class TableMapValuesProcessor(_DerivedTableProcessor):
+    def init(self) -> None:
+        super().init()
+        self.mapper = self.node.params["mapper"]
+
+    def derive(self, key: Any, value: Any) -> Any:
+        return self.mapper(value)
+
+
+class TableSelectProcessor(Processor):
+    """``KTable.group_by``: the old row leaves its old group, the new row joins its
+    new group (one change when the group is unchanged), like ``KTableRepartitionMap``."""
+
+    def init(self) -> None:
+        self.selector = self.node.params["selector"]
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        new = None if change.new is None else self.selector(record.key, change.new)
+        old = None if change.old is None else self.selector(record.key, change.old)
+        if new is not None and old is not None and new[0] == old[0]:
+            self._send(record, new[0], Change(new[1], old[1]))
+            return
+        if old is not None:
+            self._send(record, old[0], Change(None, old[1]))
+        if new is not None:
+            self._send(record, new[0], Change(new[1], None))
+
+    def _send(self, record: Record, key: Any, change: Change) -> None:
+        if key is None:
+            self.context.count("dropped_records")
+            return
+        self.forward(record.with_(key, change))

@@ -1,0 +1,113 @@
+"""``Task``: one sub-topology running for one partition, batch by batch."""
+from __future__ import annotations
+
+import struct
+from typing import Any, Callable, Optional
+
+import pyarrow as pa
+
+from ..config import StreamsConfig
+from ..processors import Processor, ProcessorContext, SourceProcessor, TimestampedKeyValueStore, \
+    build_processors
+from ..state import StoreSpec
+from ..topology import SubTopology, Topology
+from .order import processing_order
+
+_STREAM_TIME = "stream_time"
+_LONG = struct.Struct(">q")
+
+
+class Task:
+    """Runs one sub-topology for one partition.
+
+    A batch is ``begin(stores, batch_id)``, any number of ``process_*`` calls, then
+    ``commit()``; the records it emitted are taken with :meth:`take_output`.
+    """
+
+    def __init__(self, topology: Topology, sub: SubTopology, partition: int, config: StreamsConfig,
+                 topic_partitions: Callable[[str], int] = lambda topic: 1):
+        self.topology = topology
+        self.sub = sub
+        self.partition = partition
+        self.config = config
+        self.task_id = f"{sub.id}_{partition}"
+        self.context = ProcessorContext(self.task_id, partition, config, topic_partitions)
+        self.processors: dict[str, Processor] = build_processors(topology, sub, self.context)
+        self.sources: dict[str, SourceProcessor] = {
+            topic: proc for proc in self.processors.values() if isinstance(proc, SourceProcessor)
+            for topic in proc.node.params["topics"]}
+        self._stores: Any = None
+        self._views: list[TimestampedKeyValueStore] = []
+
+    # -- stores --------------------------------------------------------------------------
+    def store_specs(self) -> list[StoreSpec]:
+        """The stores this task needs, with their changelog topics."""
+        defs = [self.topology.stores[name] for name in self.sub.stores]
+        return [StoreSpec(name=d.name, changelog_topic=self.config.changelog_topic(d.name),
+                          logging=d.logging) for d in defs]
+
+    @property
+    def stateful(self) -> bool:
+        return self.sub.stateful
+
+    # -- one batch -----------------------------------------------------------------------
+    def begin(self, stores: Any, batch_id: int) -> None:
+        """Start a batch on ``stores`` (from :func:`streamlib.state.open_task_stores`,
+        or ``None`` for a stateless task)."""
+        self._stores = stores
+        self._views = []
+        self.context.stores = {}
+        self.context.stream_time = -1
+        if stores is not None:
+            stores.begin(batch_id)
+            for name in self.sub.stores:
+                d = self.topology.stores[name]
+                view = TimestampedKeyValueStore(
+                    name, stores[name], d.key_serde or self.config.default_key_serde,
+                    d.value_serde or self.config.default_value_serde)
+                self.context.stores[name] = view
+                self._views.append(view)
+            saved = stores.meta_get(_STREAM_TIME)
+            if saved is not None:
+                self.context.stream_time = _LONG.unpack(saved)[0]
+        for proc in self.processors.values():
+            proc.init()
+
+    def process(self, topic: str, partition: int, offset: int, timestamp: int,
+                key: Optional[bytes], value: Optional[bytes], headers: tuple = ()) -> None:
+        """Process one input record (bytes as read from ``topic``)."""
+        self.sources[topic].receive(topic, partition, offset, timestamp, key, value, headers)
+
+    def process_table(self, table: pa.Table) -> None:
+        """Process input rows (topic, partition, offset, timestamp, key, value, headers)
+        in the deterministic processing order."""
+        if table.num_rows == 0:
+            return
+        table = table.take(processing_order(table))
+        columns = [table.column(c).to_pylist() for c in
+                   ("topic", "partition", "offset", "timestamp", "key", "value")]
+        headers = table.column("headers").to_pylist() if "headers" in table.column_names else None
+        sources = self.sources
+        for i, (topic, partition, offset, timestamp, key, value) in enumerate(zip(*columns)):
+            hdrs = headers[i] if headers is not None else None
+            sources[topic].receive(topic, partition, offset, timestamp, key, value,
+                                   tuple((h["key"], h["value"]) for h in hdrs) if hdrs else ())
+
+    def commit(self) -> None:
+        """End the batch: flush cached table updates, then commit the stores."""
+        for proc in self.processors.values():
+            proc.flush()
+        if self._stores is not None:
+            for view in self._views:
+                view.write_back()
+            self._stores.meta_put(_STREAM_TIME, _LONG.pack(self.context.stream_time))
+            self._stores.commit()
+
+    def take_output(self) -> list[tuple]:
+        """Rows emitted since the last call: (topic, partition, timestamp, key, value, headers)."""
+        output, self.context.output = self.context.output, []
+        return output
+
+    @property
+    def metrics(self) -> dict[str, int]:
+        return self.context.metrics

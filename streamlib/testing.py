@@ -1,0 +1,210 @@
+"""``TopologyTestDriver``: run a topology in-process, record by record, without Spark.
+
+The driver runs the same processors and stores as a Spark run (RocksDB in a
+temporary directory) and emits every update, like Kafka Streams' driver.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import defaultdict, deque
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Optional
+
+from .config import StreamsConfig
+from .processors.stores import KeyValueStoreView
+from .runtime.task import Task
+from .serdes import Serde
+from .state import open_task_stores
+from .time import Duration, to_millis
+from .topology import Topology, TopologyError
+
+
+@dataclass
+class TestRecord:
+    """An output record: key, value, timestamp and headers."""
+
+    key: Any
+    value: Any
+    timestamp: Optional[int] = None
+    headers: dict[str, bytes] = field(default_factory=dict)
+
+    __test__ = False  # not a pytest test class
+
+
+class TestInputTopic:
+    """Pipes records into one input topic of the driver."""
+
+    __test__ = False
+
+    def __init__(self, driver: "TopologyTestDriver", name: str, key_serde: Serde, value_serde: Serde):
+        self._driver = driver
+        self.name = name
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+
+    def pipe_input(self, key: Any = None, value: Any = None, timestamp: Optional[int] = None,
+                   headers: Optional[dict[str, bytes]] = None) -> None:
+        """Send one record through every sub-topology before returning."""
+        self._driver._pipe(self.name, self._key_serde.serialize(key), self._value_serde.serialize(value),
+                           timestamp, tuple((headers or {}).items()))
+
+    def pipe_key_value_list(self, pairs: Iterable[tuple[Any, Any]]) -> None:
+        for key, value in pairs:
+            self.pipe_input(key, value)
+
+    def pipe_value_list(self, values: Iterable[Any]) -> None:
+        for value in values:
+            self.pipe_input(None, value)
+
+    def pipe_record_list(self, records: Iterable[TestRecord]) -> None:
+        for r in records:
+            self.pipe_input(r.key, r.value, r.timestamp, r.headers)
+
+
+class TestOutputTopic:
+    """Reads what the topology wrote to one topic, oldest first."""
+
+    __test__ = False
+
+    def __init__(self, queue: deque, key_serde: Serde, value_serde: Serde):
+        self._queue = queue
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+
+    def _next(self) -> TestRecord:
+        if not self._queue:
+            raise IndexError("no more records in the output topic")
+        _, timestamp, key, value, headers = self._queue.popleft()
+        return TestRecord(self._key_serde.deserialize(key), self._value_serde.deserialize(value),
+                          timestamp, dict(headers))
+
+    def read_record(self) -> TestRecord:
+        return self._next()
+
+    def read_key_value(self) -> tuple[Any, Any]:
+        record = self._next()
+        return record.key, record.value
+
+    def read_value(self) -> Any:
+        return self._next().value
+
+    def read_records_to_list(self) -> list[TestRecord]:
+        return [self._next() for _ in range(len(self._queue))]
+
+    def read_key_values_to_list(self) -> list[tuple[Any, Any]]:
+        return [(r.key, r.value) for r in self.read_records_to_list()]
+
+    def read_values_to_list(self) -> list[Any]:
+        return [r.value for r in self.read_records_to_list()]
+
+    def read_key_values_to_map(self) -> dict[Any, Any]:
+        return {r.key: r.value for r in self.read_records_to_list()}
+
+    def get_queue_size(self) -> int:
+        return len(self._queue)
+
+    def is_empty(self) -> bool:
+        return not self._queue
+
+
+class TopologyTestDriver:
+    """Runs ``topology`` in-process; see the module docstring.
+
+    Examples
+    --------
+    >>> from streamlib import StreamsBuilder, Serdes, TopologyTestDriver
+    >>> builder = StreamsBuilder()
+    >>> builder.stream("in").map_values(str.upper).to("out")
+    >>> driver = TopologyTestDriver(builder.build())
+    >>> driver.create_input_topic("in", Serdes.string(), Serdes.string()).pipe_input("k", "hello")
+    >>> driver.create_output_topic("out", Serdes.string(), Serdes.string()).read_key_value()
+    ('k', 'HELLO')
+    >>> driver.close()
+    """
+
+    def __init__(self, topology: Topology, config: Optional[StreamsConfig] = None,
+                 initial_wall_clock_time: int = 0):
+        self.topology = topology
+        self._state_dir = tempfile.mkdtemp(prefix="streamlib-driver-")
+        base = config or StreamsConfig(application_id="topology-test-driver")
+        # The driver emits every update, like Kafka Streams' driver: no caching.
+        self.config = replace(base, cache_max_bytes=0, state_dir=self._state_dir)
+        self._wall_clock = initial_wall_clock_time
+        self._outputs: dict[str, deque] = defaultdict(deque)
+        self._offsets: dict[str, int] = defaultdict(int)
+        self._batch = 0
+        self._tasks = [Task(topology, sub, 0, self.config) for sub in topology.subtopologies]
+        self._stores = {}
+        for task in self._tasks:
+            if task.stateful:
+                self._stores[task.task_id] = open_task_stores(
+                    self.config.task_state_dir(task.task_id), task.store_specs(), backend=None,
+                    partition=0, num_partitions=1, producer_prefix=self.config.application_id)
+        self._internal = {t for sub in topology.subtopologies for t in sub.repartition_inputs}
+
+    # -- topics --------------------------------------------------------------------------
+    def create_input_topic(self, name: str, key_serde: Serde, value_serde: Serde) -> TestInputTopic:
+        if not self.topology.subtopology_for_input(name):
+            raise TopologyError(f"the topology does not read topic {name!r}; it reads "
+                                f"{self.topology.source_topics()}")
+        return TestInputTopic(self, name, key_serde, value_serde)
+
+    def create_output_topic(self, name: str, key_serde: Serde, value_serde: Serde) -> TestOutputTopic:
+        return TestOutputTopic(self._outputs[name], key_serde, value_serde)
+
+    def _pipe(self, topic: str, key: Optional[bytes], value: Optional[bytes],
+              timestamp: Optional[int], headers: tuple) -> None:
+        pending = deque([(topic, self._wall_clock if timestamp is None else timestamp, key, value, headers)])
+        while pending:
+            topic, ts, key, value, headers = pending.popleft()
+            offset = self._offsets[topic]
+            self._offsets[topic] += 1
+            for task in self._tasks:
+                if topic not in task.sources:
+                    continue
+                self._batch += 1
+                task.begin(self._stores.get(task.task_id), self._batch)
+                task.process(topic, 0, offset, ts, key, value, headers)
+                task.commit()
+                for out_topic, _, out_ts, out_key, out_value, out_headers in task.take_output():
+                    if out_topic in self._internal:
+                        pending.append((out_topic, out_ts, out_key, out_value, out_headers))
+                    else:
+                        self._outputs[out_topic].append((0, out_ts, out_key, out_value, out_headers))
+
+    # -- state and time ------------------------------------------------------------------
+    def get_key_value_store(self, name: str) -> KeyValueStoreView:
+        """A read-only view of a key-value store (values without timestamps)."""
+        for task in self._tasks:
+            if name in task.sub.stores:
+                d = self.topology.stores[name]
+                return KeyValueStoreView(name, self._stores[task.task_id][name],
+                                         d.key_serde or self.config.default_key_serde,
+                                         d.value_serde or self.config.default_value_serde)
+        raise KeyError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
+
+    def get_all_state_stores(self) -> dict[str, KeyValueStoreView]:
+        return {name: self.get_key_value_store(name) for name in self.topology.stores}
+
+    def advance_wall_clock_time(self, duration: Duration) -> None:
+        self._wall_clock += to_millis(duration)
+
+    def metrics(self) -> dict[str, Any]:
+        totals: dict[str, int] = defaultdict(int)
+        for task in self._tasks:
+            for metric, value in task.metrics.items():
+                totals[metric] += value
+        return dict(totals)
+
+    def close(self) -> None:
+        for stores in self._stores.values():
+            stores.close()
+        self._stores.clear()
+        shutil.rmtree(self._state_dir, ignore_errors=True)
+
+    def __enter__(self) -> "TopologyTestDriver":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,201 @@
+"""The logical graph a ``StreamsBuilder`` writes, and its split into sub-topologies.
+
+Nodes are plain, picklable specs (a ``kind`` and its ``params``); the processors
+that run them live in :mod:`streamlib.processors`. A sub-topology is a connected
+part of the graph; repartition steps cut the graph, exactly where Kafka Streams
+would write to a repartition topic (under Spark: a shuffle).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Optional
+
+#: Node kinds that read records from a topic (external or a repartition).
+SOURCE_KINDS = ("source",)
+#: Node kinds that write records out of a sub-topology.
+SINK_KINDS = ("sink", "repartition")
+
+
+class TopologyError(ValueError):
+    """A mistake in the topology, found at ``build()`` or ``start()``."""
+
+
+@dataclass
+class Node:
+    """One step of the logical graph."""
+
+    name: str
+    kind: str
+    parents: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    stores: tuple[str, ...] = ()
+
+    def describe_kind(self) -> str:
+        return {"source": "Source", "sink": "Sink", "repartition": "Sink"}.get(self.kind, "Processor")
+
+
+@dataclass(frozen=True)
+class StoreDef:
+    """A state store: its name, kind and serdes; its changelog is
+    ``<application_id>-<name>-changelog`` when ``logging``."""
+
+    name: str
+    kind: str = "kv"
+    key_serde: Any = None
+    value_serde: Any = None
+    logging: bool = True
+    queryable: bool = True
+
+
+@dataclass
+class SubTopology:
+    """A connected part of the graph: what one task runs for one partition."""
+
+    id: int
+    nodes: list[str]
+    source_topics: list[str]
+    repartition_inputs: list[str]
+    stores: list[str]
+
+    @property
+    def stateful(self) -> bool:
+        return bool(self.stores)
+
+    @property
+    def input_topics(self) -> list[str]:
+        return self.source_topics + self.repartition_inputs
+
+
+class Topology:
+    """A built topology: nodes, stores and sub-topologies.
+
+    Examples
+    --------
+    >>> from streamlib import StreamsBuilder
+    >>> builder = StreamsBuilder()
+    >>> builder.stream("in").filter(lambda k, v: v).to("out")
+    >>> print(builder.build().describe())  # doctest: +ELLIPSIS
+    Topologies:
+       Sub-topology: 0
+        Source: KSTREAM-SOURCE-0000000000 (topics: [in])
+    ...
+    """
+
+    def __init__(self, nodes: dict[str, Node], stores: dict[str, StoreDef]):
+        self.nodes = nodes
+        self.stores = stores
+        self._validate()
+        self.subtopologies = _split(nodes, stores)
+
+    # -- queries used by the runtime and the compiler -------------------------------------
+    def children(self, name: str) -> list[str]:
+        return [n.name for n in self.nodes.values() if name in n.parents]
+
+    def source_topics(self) -> list[str]:
+        """External topics the application reads, in order of first use."""
+        topics: list[str] = []
+        for node in self.nodes.values():
+            if node.kind == "source" and not node.params.get("internal"):
+                topics.extend(t for t in node.params["topics"] if t not in topics)
+        return topics
+
+    def sink_topics(self) -> list[str]:
+        return sorted({n.params["topic"] for n in self.nodes.values() if n.kind == "sink"})
+
+    def subtopology_of(self, node_name: str) -> SubTopology:
+        return next(s for s in self.subtopologies if node_name in s.nodes)
+
+    def subtopology_for_input(self, topic: str) -> list[SubTopology]:
+        return [s for s in self.subtopologies if topic in s.input_topics]
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes.values())
+
+    # -- description ------------------------------------------------------------------
+    def describe(self, application_id: Optional[str] = None) -> str:
+        """Sub-topologies with their sources, processors, stores and sinks, in the
+        layout of Kafka Streams' ``TopologyDescription``, plus changelog topics."""
+        app = application_id or "<application_id>"
+        lines = ["Topologies:"]
+        for sub in self.subtopologies:
+            lines.append(f"   Sub-topology: {sub.id}")
+            for name in sub.nodes:
+                node = self.nodes[name]
+                kids = [c for c in self.children(name)]
+                if node.kind == "source":
+                    topics = ", ".join(app + "-" + t if node.params.get("internal") else t
+                                       for t in node.params["topics"])
+                    head = f"    Source: {name} (topics: [{topics}])"
+                elif node.kind in SINK_KINDS:
+                    topic = node.params["topic"]
+                    if node.kind == "repartition":
+                        topic = f"{app}-{topic}"
+                    head = f"    Sink: {name} (topic: {topic})"
+                else:
+                    head = f"    Processor: {name} (stores: [{', '.join(node.stores)}])"
+                lines.append(head)
+                lines.append(f"      --> {', '.join(kids) if kids else 'none'}")
+                lines.append(f"      <-- {', '.join(node.parents) if node.parents else 'none'}")
+            for store in sub.stores:
+                if self.stores[store].logging:
+                    lines.append(f"    Changelog: {app}-{store}-changelog (store: {store})")
+        return "\n".join(lines) + "\n"
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    # -- checks ------------------------------------------------------------------------
+    def _validate(self) -> None:
+        for node in self.nodes.values():
+            for parent in node.parents:
+                if parent not in self.nodes:
+                    raise TopologyError(f"{node.name}: unknown parent {parent}")
+                if self.nodes[parent].kind in SINK_KINDS and node.kind != "source":
+                    raise TopologyError(
+                        f"{node.name}: cannot follow {parent}, a terminal step that writes to a topic")
+            for store in node.stores:
+                if store not in self.stores:
+                    raise TopologyError(f"{node.name}: unknown store {store!r}")
+
+
+def _split(nodes: dict[str, Node], stores: dict[str, StoreDef]) -> list[SubTopology]:
+    """Connected components over parent edges and shared stores; repartitions cut."""
+    parent_of: dict[str, str] = {name: name for name in nodes}
+
+    def find(x: str) -> str:
+        while parent_of[x] != x:
+            parent_of[x] = parent_of[parent_of[x]]
+            x = parent_of[x]
+        return x
+
+    def union(a: str, b: str) -> None:
+        parent_of[find(a)] = find(b)
+
+    store_owner: dict[str, str] = {}
+    for node in nodes.values():
+        for parent in node.parents:
+            union(node.name, parent)
+        for store in node.stores:
+            if store in store_owner:
+                union(node.name, store_owner[store])
+            store_owner[store] = node.name
+    # Sources of the same external topic read the same records: one sub-topology.
+    topic_reader: dict[str, str] = {}
+    for node in nodes.values():
+        if node.kind == "source":
+            for topic in node.params["topics"]:
+                if topic in topic_reader:
+                    union(node.name, topic_reader[topic])
+                topic_reader[topic] = node.name
+
+    groups: dict[str, list[str]] = {}
+    for name in nodes:  # insertion order keeps Kafka Streams' numbering
+        groups.setdefault(find(name), []).append(name)
+    subs = []
+    for index, members in enumerate(groups.values()):
+        sources = [nodes[m] for m in members if nodes[m].kind == "source"]
+        external = [t for s in sources if not s.params.get("internal") for t in s.params["topics"]]
+        internal = [t for s in sources if s.params.get("internal") for t in s.params["topics"]]
+        sub_stores = sorted({s for m in members for s in nodes[m].stores})
+        subs.append(SubTopology(index, members, external, internal, sub_stores))
+    return subs
