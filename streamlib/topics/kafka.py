@@ -10,6 +10,8 @@
   ``processing_guarantee="exactly_once"`` each append runs in a Kafka transaction
   (``transactional.id`` = producer id), so a batch is all-or-nothing for
   ``read_committed`` readers and a zombie producer with the same id is fenced.
+* librdkafka reads a record timestamp of ``0`` as "now", so epoch-0 timestamps
+  cannot be produced through this backend (the local log keeps them).
 * Admin and metadata calls use a short ``timeout`` (default 10 s) so an
   unreachable broker fails fast with one clear line.
 """
@@ -59,7 +61,7 @@ class KafkaBackend(TopicBackend):
                                  # fetch poll would only delay noticing the partition end.
                                  "fetch.wait.max.ms": 50, **(consumer_config or {})}
         self._transactional_id = transactional_id
-        self._admin = AdminClient(self._common)
+        self._admin = self._call(lambda: AdminClient(self._common), "create an admin client")
         self._producer: Optional[Producer] = None
         self._tx_producers: dict[str, Producer] = {}
         self._consumer: Optional[Consumer] = None
@@ -237,13 +239,16 @@ class KafkaBackend(TopicBackend):
 
     def _plain_producer(self) -> Producer:
         if self._producer is None:
-            self._producer = Producer(self._producer_config)
+            self._producer = self._call(lambda: Producer(self._producer_config), "create a producer")
         return self._producer
 
     def _transactional_producer(self, transactional_id: str) -> Producer:
         producer = self._tx_producers.get(transactional_id)
         if producer is None:
-            producer = Producer({**self._producer_config, "transactional.id": transactional_id})
+            # Transactions need idempotence whatever the plain producer uses.
+            config = {**self._producer_config, "transactional.id": transactional_id,
+                      "enable.idempotence": True}
+            producer = self._call(lambda: Producer(config), "create a transactional producer")
             self._call(lambda: producer.init_transactions(self.timeout), "initialise transactions")
             self._tx_producers[transactional_id] = producer
         return producer
@@ -276,7 +281,7 @@ class KafkaBackend(TopicBackend):
 
     def _reader(self) -> Consumer:
         if self._consumer is None:
-            self._consumer = Consumer(self._consumer_config)
+            self._consumer = self._call(lambda: Consumer(self._consumer_config), "create a consumer")
         return self._consumer
 
 
