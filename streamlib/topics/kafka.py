@@ -227,7 +227,7 @@ class KafkaBackend(TopicBackend):
 
     def _metadata(self):
         return self._call(lambda: self._admin.list_topics(timeout=self.timeout),
-                          "get metadata (is the broker reachable?)")
+                          "reach the broker for metadata")
 
     def _list_offsets(self, topic: str, spec: OffsetSpec) -> dict[int, int]:
         n = self.num_partitions(topic)
