@@ -14,6 +14,10 @@ from typing import Any, Iterator, Optional
 SOURCE_KINDS = ("source",)
 #: Node kinds that write records out of a sub-topology.
 SINK_KINDS = ("sink", "repartition")
+#: KTable steps that pass a table's changes on, so need old values only if their children do.
+DERIVED_TABLE_KINDS = ("table_filter", "table_map_values")
+#: Children of a table that use only the new value of a change.
+NEW_VALUE_ONLY_KINDS = ("to_stream",)
 
 
 class TopologyError(ValueError):
@@ -101,6 +105,18 @@ class Topology:
 
     def sink_topics(self) -> list[str]:
         return sorted({n.params["topic"] for n in self.nodes.values() if n.kind == "sink"})
+
+    def sends_old_values(self, name: str) -> bool:
+        """Whether a KTable node must forward old values (Kafka Streams' ``sendOldValues``):
+        true when a child (through filters and map_values) re-groups, joins or suppresses
+        the table; false when its changes only go ``to_stream()``."""
+        for child in self.children(name):
+            kind = self.nodes[child].kind
+            if kind in NEW_VALUE_ONLY_KINDS:
+                continue
+            if kind not in DERIVED_TABLE_KINDS or self.sends_old_values(child):
+                return True
+        return False
 
     def subtopology_of(self, node_name: str) -> SubTopology:
         return next(s for s in self.subtopologies if node_name in s.nodes)

@@ -55,6 +55,7 @@ def build_processors(topology: Topology, sub: SubTopology,
         except KeyError:
             raise TopologyError(f"{name}: no processor for node kind {node.kind!r}") from None
         processors[name] = cls(node, context)
+        processors[name].send_old_values = topology.sends_old_values(name)
     for name in sub.nodes:
         for parent in topology.nodes[name].parents:
             processors[parent].children.append(processors[name])

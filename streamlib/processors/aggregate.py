@@ -61,11 +61,11 @@ class TableAggregateProcessor(StatefulProcessor):
                 agg = self.subtractor(agg, change.old)
             if change.new is not None:
                 agg = change.new if agg is None else self.adder(agg, change.new)
-        else:
-            agg = self.initializer() if old is None else old
-            if change.old is not None:
+        else:  # like KTableAggregate: subtract only from an existing aggregate
+            agg = old
+            if change.old is not None and agg is not None:
                 agg = self.subtractor(record.key, change.old, agg)
             if change.new is not None:
-                agg = self.adder(record.key, change.new, agg)
+                agg = self.adder(record.key, change.new, self.initializer() if agg is None else agg)
         self.store.put_by_bytes(kb, agg, timestamp)
         self.emitter.emit(record, kb, agg, old, timestamp)

@@ -61,6 +61,8 @@ class Processor:
         self.name = node.name
         self.context = context
         self.children: list["Processor"] = []
+        #: whether a child needs the old value of a table change (set when wiring)
+        self.send_old_values = False
 
     def init(self) -> None:
         """Called once the task's stores are open for a new batch."""

@@ -75,12 +75,20 @@ class _DerivedTableProcessor(StatefulProcessor):
             previous = self.store.get_by_bytes(kb)
             old = previous[0] if previous else None
             self.store.put_by_bytes(kb, new, record.timestamp)
-        if new is None and old is None:
+        if new is None and old is None and self.skips_empty_changes():
             return
         self.emitter.emit(record, record.key if self.store is None else kb, new, old, record.timestamp)
 
+    def skips_empty_changes(self) -> bool:
+        """Kafka Streams' ``KTableMapValues`` forwards every change, deletes included."""
+        return False
+
 
 class TableFilterProcessor(_DerivedTableProcessor):
+    """Kafka Streams' ``KTableFilter``: a row that does not match is forwarded as a
+    delete, even if the key had no row; only when downstream needs old values (it
+    re-groups, joins or suppresses) is a delete of a missing row not forwarded."""
+
     def init(self) -> None:
         super().init()
         self.predicate = self.node.params["predicate"]
@@ -88,6 +96,9 @@ class TableFilterProcessor(_DerivedTableProcessor):
 
     def derive(self, key: Any, value: Any) -> Optional[Any]:
         return value if bool(self.predicate(key, value)) == self.keep_when else None
+
+    def skips_empty_changes(self) -> bool:
+        return self.send_old_values
 
 
 class TableMapValuesProcessor(_DerivedTableProcessor):
@@ -108,18 +119,23 @@ class TableSelectProcessor(Processor):
 
     def process(self, record: Record) -> None:
         change: Change = record.value
-        new = None if change.new is None else self.selector(record.key, change.new)
-        old = None if change.old is None else self.selector(record.key, change.old)
+        new = self._select(record, change.new)
+        old = self._select(record, change.old)
         if new is not None and old is not None and new[0] == old[0]:
-            self._send(record, new[0], Change(new[1], old[1]))
+            self.forward(record.with_(new[0], Change(new[1], old[1])))
             return
         if old is not None:
-            self._send(record, old[0], Change(None, old[1]))
+            self.forward(record.with_(old[0], Change(None, old[1])))
         if new is not None:
-            self._send(record, new[0], Change(new[1], None))
+            self.forward(record.with_(new[0], Change(new[1], None)))
 
-    def _send(self, record: Record, key: Any, change: Change) -> None:
+    def _select(self, record: Record, value: Any) -> Optional[tuple]:
+        """The (key, value) pair a row goes to, or None: a row whose selected key is None
+        is dropped and counted, one whose selected value is None is skipped (Kafka)."""
+        if value is None:
+            return None
+        key, selected = self.selector(record.key, value)
         if key is None:
             self.context.count("dropped_records")
-            return
-        self.forward(record.with_(key, change))
+            return None
+        return None if selected is None else (key, selected)
