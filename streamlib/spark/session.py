@@ -1,0 +1,63 @@
+"""Spark session creation with streamlib's defaults and data source registration."""
+from __future__ import annotations
+
+import os
+from typing import Mapping, Optional
+
+from pyspark.sql import SparkSession
+
+from streamlib.spark.java_check import require_java
+
+#: Defaults for a session streamlib creates itself (never forced on an existing one).
+LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.python.worker.reuse": "true",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def register_data_sources(spark: SparkSession) -> SparkSession:
+    """Register the ``streamlib`` data source (topics reader and writer) on ``spark``.
+
+    Registering again is harmless, so this is safe on a session made by spark-submit.
+
+    >>> spark = get_or_create_session()
+    >>> register_data_sources(spark) is spark
+    True
+    """
+    from streamlib.spark.source import TopicDataSource
+
+    spark.dataSource.register(TopicDataSource)
+    return spark
+
+
+def get_or_create_session(master: Optional[str] = None, app_name: str = "streamlib",
+                          conf: Optional[Mapping[str, str]] = None) -> SparkSession:
+    """The active SparkSession, or a new one with local defaults, with streamlib registered.
+
+    Java is checked before a JVM is started, so a missing Java gives one clear line
+    (:class:`~streamlib.spark.java_check.JavaNotFound`) instead of a Py4J trace. A new
+    session gets ``master`` (default ``local[2]``) and :data:`LOCAL_DEFAULTS` overlaid
+    with ``conf``; under spark-submit only ``master``/``conf`` are added to what was
+    submitted, and an existing session keeps its settings.
+
+    >>> spark = get_or_create_session(conf={"spark.sql.shuffle.partitions": "2"})
+    >>> spark.read.format("streamlib")  # doctest: +ELLIPSIS
+    <...DataFrameReader...>
+    """
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit already runs a JVM
+        if not submitted:
+            require_java()
+        settings = {} if submitted else {"spark.master": "local[2]", **LOCAL_DEFAULTS}
+        settings.update(conf or {})
+        if master is not None:
+            settings["spark.master"] = master
+        builder = SparkSession.builder.appName(app_name)
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+    return register_data_sources(spark)

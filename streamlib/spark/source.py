@@ -1,0 +1,286 @@
+"""The ``streamlib`` Spark data source: topics as batch and streaming DataFrames.
+
+One Spark input partition per topic partition (topics in the given order, partitions
+ascending; empty ranges included so partition indexes stay stable). Streaming offsets
+are ``{topic: {partition: next_offset}}`` dicts (partition keys are strings, as JSON
+makes them) kept by Spark in the query checkpoint.
+
+Options: ``bootstrap`` (backend URL, default ``local://./streamlib-data``), ``topics``
+(comma-separated, required), ``startingOffsets`` (``earliest`` default | ``latest`` |
+JSON ``{"t": {"0": 5}}``), ``endingOffsets`` (batch only: ``latest`` default | JSON),
+``maxRecordsPerTrigger`` (streaming), ``backendConfig`` / ``consumerConfig`` /
+``producerConfig`` (JSON objects passed to :func:`streamlib.topics.open_backend`).
+The same format name writes to topics: see :mod:`streamlib.spark.sink`.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterator, Mapping, Optional, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
+                                    InputPartition)
+from pyspark.sql.types import StructType
+
+from streamlib.spark.arrow import SOURCE_DDL, source_batches
+from streamlib.topics import DEFAULT_URL, TopicBackend, TopicNotFound, open_backend, parse_url
+
+#: ``{topic: {partition (as str): offset}}``
+Offsets = dict[str, dict[str, int]]
+#: Records fetched from the log per ``read_arrow`` call while reading a range.
+READ_CHUNK_RECORDS = 262_144
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A picklable recipe for a topic backend: URL plus ``open_backend`` keyword config."""
+
+    url: str
+    config_json: str = "{}"
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> "BackendSpec":
+        """Read ``bootstrap`` and the JSON config options; a relative local path is made
+        absolute here (on the driver) so executors in other directories find it.
+
+        >>> BackendSpec.from_options({"bootstrap": "local:///tmp/x"}).url
+        'local:///tmp/x'
+        """
+        url = options.get("bootstrap") or DEFAULT_URL
+        scheme, location, _ = parse_url(url)
+        if scheme == "local" and not os.path.isabs(location):
+            url = url.replace(location, os.path.abspath(location), 1)
+        config = _json_option(options, "backendConfig", {})
+        for option, key in (("producerConfig", "producer_config"),
+                            ("consumerConfig", "consumer_config")):
+            if option in options:
+                config[key] = _json_option(options, option, {})
+        return cls(url, json.dumps(config, sort_keys=True))
+
+    def open(self) -> TopicBackend:
+        """The backend, opened once per process and shared by the tasks it runs."""
+        return _open_backend(self.url, self.config_json)
+
+
+@lru_cache(maxsize=None)
+def _open_backend(url: str, config_json: str) -> TopicBackend:
+    return open_backend(url, **json.loads(config_json))
+
+
+def _json_option(options: Mapping[str, str], name: str, default):
+    text = options.get(name)
+    if text is None:
+        return default
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"option {name} is not valid JSON: {text!r} ({exc})") from None
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """Parsed reader options (see the module docstring)."""
+
+    backend: BackendSpec
+    topics: tuple[str, ...]
+    starting: str | Offsets = "earliest"
+    ending: str | Offsets = "latest"
+    max_records_per_trigger: Optional[int] = None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
+        """Validate the options and check that every topic exists.
+
+        >>> SourceOptions.parse({"topics": ""})
+        Traceback (most recent call last):
+        ...
+        ValueError: option 'topics' is required: a comma-separated list of topic names
+        """
+        topics = tuple(t.strip() for t in (options.get("topics") or "").split(",") if t.strip())
+        if not topics:
+            raise ValueError("option 'topics' is required: a comma-separated list of topic names")
+        limit = options.get("maxRecordsPerTrigger")
+        if limit is not None and (not limit.isdigit() or int(limit) < 1):
+            raise ValueError(f"option maxRecordsPerTrigger must be a positive integer, got {limit!r}")
+        parsed = cls(BackendSpec.from_options(options), topics,
+                     _offsets_option(options, "startingOffsets", ("earliest", "latest")),
+                     _offsets_option(options, "endingOffsets", ("latest",)),
+                     int(limit) if limit is not None else None)
+        backend = parsed.backend.open()
+        for topic in topics:
+            backend.num_partitions(topic)  # raises TopicNotFound("unknown topic 'x'")
+        return parsed
+
+    def resolve(self, spec: str | Offsets, unlisted: str = "earliest") -> Offsets:
+        """Concrete offsets for ``earliest``/``latest``/explicit JSON, in canonical order;
+        partitions an explicit spec leaves out get the ``unlisted`` end of the log."""
+        backend = self.backend.open()
+        if isinstance(spec, dict):
+            fill = self.resolve(unlisted)
+            return canonical({t: {p: spec.get(t, {}).get(p, off) for p, off in fill[t].items()}
+                              for t in self.topics}, self.topics)
+        bound = backend.start_offsets if spec == "earliest" else backend.end_offsets
+        return canonical({t: bound(t) for t in self.topics}, self.topics)
+
+
+def _offsets_option(options: Mapping[str, str], name: str, words: tuple[str, ...]) -> str | Offsets:
+    text = (options.get(name) or words[0]).strip()
+    if text in words:
+        return text
+    spec = _json_option(options, name, None)
+    if not isinstance(spec, dict) or not all(isinstance(v, dict) for v in spec.values()):
+        raise ValueError(f"option {name} must be {' or '.join(words)} or JSON like "
+                         f'{{"topic": {{"0": 42}}}}, got {text!r}')
+    return {t: {str(p): int(o) for p, o in parts.items()} for t, parts in spec.items()}
+
+
+def canonical(offsets: Mapping[str, Mapping], topics: Sequence[str]) -> Offsets:
+    """Offsets with topics in ``topics`` order and partitions ascending, keys as strings.
+
+    Spark compares streaming offsets by their JSON text, so equal offsets must always
+    serialise identically.
+
+    >>> canonical({"b": {10: 1, 2: 0}, "a": {"0": 3}}, ["a", "b"])
+    {'a': {'0': 3}, 'b': {'2': 0, '10': 1}}
+    """
+    return {t: {str(p): int(o) for p, o in sorted(offsets.get(t, {}).items(), key=lambda i: int(i[0]))}
+            for t in topics}
+
+
+@dataclass(frozen=True)
+class TopicRange(InputPartition):
+    """One topic partition's offsets ``[start, end)`` to read in one Spark task."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+def plan_ranges(start: Offsets, end: Offsets, topics: Sequence[str]) -> list[TopicRange]:
+    """One range per partition in ``end``, in the stable order; a partition missing
+    from ``start`` (new since) is read from offset 0.
+
+    >>> plan_ranges({"t": {"0": 4}}, {"t": {"0": 9, "1": 2}}, ["t"])
+    [TopicRange(topic='t', partition=0, start=4, end=9), TopicRange(topic='t', partition=1, start=0, end=2)]
+    """
+    return [TopicRange(t, int(p), min(start.get(t, {}).get(p, 0), off), off)
+            for t in topics for p, off in canonical(end, topics)[t].items()]
+
+
+def read_range(backend: BackendSpec, part: TopicRange) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of source rows for one :class:`TopicRange`, read in chunks."""
+    log = backend.open()
+    for lo in range(part.start, part.end, READ_CHUNK_RECORDS):
+        records = log.read_arrow(part.topic, part.partition, lo, min(lo + READ_CHUNK_RECORDS, part.end))
+        yield from source_batches(records, part.topic, part.partition)
+
+
+def limit_offsets(start: Offsets, available: Offsets, limit: Optional[int],
+                  topics: Sequence[str]) -> Offsets:
+    """End offsets that read at most ``limit`` records after ``start``, shared over the
+    partitions in proportion to their backlog; never below ``start``.
+
+    >>> limit_offsets({"t": {"0": 0, "1": 0}}, {"t": {"0": 30, "1": 10}}, 8, ["t"])
+    {'t': {'0': 6, '1': 2}}
+    """
+    pairs = [(t, p, start.get(t, {}).get(p, 0), off)
+             for t in topics for p, off in canonical(available, topics)[t].items()]
+    backlog = [max(0, avail - begin) for _, _, begin, avail in pairs]
+    total = sum(backlog)
+    if limit is None or total <= limit:
+        take = backlog
+    else:
+        take = [lag * limit // total for lag in backlog]
+        spare = limit - sum(take)
+        for i, lag in enumerate(backlog):
+            extra = min(spare, lag - take[i])
+            take[i] += extra
+            spare -= extra
+    ends: dict[str, dict[str, int]] = {t: {} for t in topics}
+    for (t, p, begin, _), n in zip(pairs, take):
+        ends[t][p] = begin + n
+    for t, parts in start.items():  # a partition that vanished keeps its offset
+        for p, off in parts.items():
+            ends.setdefault(t, {}).setdefault(p, off)
+    return canonical(ends, topics)
+
+
+class TopicBatchReader(DataSourceReader):
+    """Batch read of ``[startingOffsets, endingOffsets)``, resolved when planned."""
+
+    def __init__(self, options: SourceOptions):
+        self.options = options
+
+    def partitions(self) -> list[TopicRange]:
+        start = self.options.resolve(self.options.starting, unlisted="earliest")
+        end = self.options.resolve(self.options.ending, unlisted="latest")
+        return plan_ranges(start, end, self.options.topics)
+
+    def read(self, partition: TopicRange) -> Iterator[pa.RecordBatch]:
+        return read_range(self.options.backend, partition)
+
+
+class TopicStreamReader(DataSourceStreamReader):
+    """Micro-batch reader. Spark 4.1's Python streams have no admission control
+    (``latestOffset()`` gets no start offset), so the reader tracks where the next batch
+    starts itself: the initial offsets, then the end of every batch Spark plans —
+    including the checkpoint's last batch, which Spark hands over on restart through
+    ``partitions(end, end)`` (``AcceptsLatestSeenOffset``) before asking for new offsets.
+    """
+
+    def __init__(self, options: SourceOptions):
+        self.options = options
+        self._initial: Optional[Offsets] = None
+        self._next_start: Optional[Offsets] = None
+
+    def initialOffset(self) -> Offsets:
+        if self._initial is None:
+            self._initial = self.options.resolve(self.options.starting)
+        return self._initial
+
+    def latestOffset(self) -> Offsets:
+        start = self._next_start or self.initialOffset()
+        available = self.options.resolve("latest")
+        end = limit_offsets(start, available, self.options.max_records_per_trigger,
+                            self.options.topics)
+        self._next_start = end
+        return end
+
+    def partitions(self, start: Offsets, end: Offsets) -> list[TopicRange]:
+        self._next_start = canonical(end, self.options.topics)
+        return plan_ranges(start, end, self.options.topics)
+
+    def read(self, partition: TopicRange) -> Iterator[pa.RecordBatch]:
+        return read_range(self.options.backend, partition)
+
+
+class TopicDataSource(DataSource):
+    """``format("streamlib")``: read topics (batch and streaming) and write to them."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "streamlib"
+
+    def schema(self) -> str:
+        SourceOptions.parse(self.options)  # fail at load() on bad options / unknown topics
+        return SOURCE_DDL
+
+    def reader(self, schema: StructType) -> TopicBatchReader:
+        return TopicBatchReader(SourceOptions.parse(self.options))
+
+    def streamReader(self, schema: StructType) -> TopicStreamReader:
+        return TopicStreamReader(SourceOptions.parse(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool):
+        from streamlib.spark.sink import TopicBatchWriter
+
+        return TopicBatchWriter.create(self.options, schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        from streamlib.spark.sink import TopicStreamWriter
+
+        return TopicStreamWriter.create(self.options, schema, overwrite)
