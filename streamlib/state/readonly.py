@@ -2,8 +2,9 @@
 
 A view opens the store's RocksDB as a *secondary* instance: no lock is taken, the writer
 may open, write and compact meanwhile, and the view sees whole WriteBatches only, i.e.
-whole committed batches. (Measured: read-only mode failed ~3% of opens under a busy
-writer because files vanished mid-open; secondary mode did not, and opens in ~5 ms.)
+whole committed batches. Measured against a writer process that reopens the store for
+every batch: read-only mode failed ~1-3% of opens (files vanished mid-open); secondary
+mode failed none of ~2000, opened in ~5 ms, and never showed a partial batch.
 """
 from __future__ import annotations
 

@@ -1,0 +1,96 @@
+"""One RocksDB per (store, task); a second opener waits for the LOCK, bounded, never corrupts."""
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from streamlib.state import StoreLockTimeout, StoreSpec, open_task_stores
+
+SPEC = StoreSpec("counts", logging=False)
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from streamlib.state import StoreSpec, open_task_stores
+    stores = open_task_stores(sys.argv[1], [StoreSpec("counts", logging=False)])
+    stores.begin(0)
+    stores["counts"].put(b"k", b"from-holder")
+    stores.commit()
+    print("locked", flush=True)
+    time.sleep(float(sys.argv[2]))
+    stores.close()
+""")
+
+
+def hold_lock(task_dir, seconds):
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(task_dir), str(seconds)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_each_store_lives_in_its_own_rocksdb_under_the_task_dir(tmp_path):
+    task_dir = tmp_path / "app" / "0_1"
+    with open_task_stores(task_dir, [SPEC, StoreSpec("other", logging=False)]) as stores:
+        stores.begin(0)
+    assert (task_dir / "counts" / "CURRENT").exists() and (task_dir / "other" / "CURRENT").exists()
+
+
+def test_second_opener_waits_for_the_previous_holder(tmp_path):
+    proc = hold_lock(tmp_path / "task", 0.8)
+    started = time.monotonic()
+    with open_task_stores(tmp_path / "task", [SPEC], lock_timeout=20) as stores:
+        waited = time.monotonic() - started
+        stores.begin(1)
+        assert stores["counts"].get(b"k") == b"from-holder"
+        assert stores.metrics()["stores"]["counts"]["open_seconds"] >= 0.3
+    assert proc.wait() == 0
+    assert waited >= 0.3
+
+
+def test_lock_timeout_is_a_clear_error_naming_the_path(tmp_path):
+    proc = hold_lock(tmp_path / "task", 5)
+    try:
+        with pytest.raises(StoreLockTimeout, match=str(tmp_path / "task" / "counts")):
+            open_task_stores(tmp_path / "task", [SPEC], lock_timeout=0.3)
+    finally:
+        proc.kill()
+        proc.wait()
+    with open_task_stores(tmp_path / "task", [SPEC], lock_timeout=5) as stores:
+        stores.begin(1)
+        assert stores["counts"].get(b"k") == b"from-holder"
+
+
+def test_failed_open_releases_the_stores_already_opened(tmp_path):
+    proc = hold_lock(tmp_path / "task", 5)
+    try:
+        with pytest.raises(StoreLockTimeout):
+            open_task_stores(tmp_path / "task", [StoreSpec("first", logging=False), SPEC],
+                             lock_timeout=0.2)
+    finally:
+        proc.kill()
+        proc.wait()
+    with open_task_stores(tmp_path / "task", [StoreSpec("first", logging=False)], lock_timeout=0.2):
+        pass
+
+
+def test_reopen_after_close_in_the_same_process_even_after_partial_scans(tmp_path):
+    with open_task_stores(tmp_path / "task", [SPEC]) as stores:
+        stores.begin(0)
+        stores["counts"].put_many([(b"k%05d" % i, b"v") for i in range(3000)])
+        stores.commit()
+        unfinished = stores["counts"].all()
+        next(unfinished)
+    with open_task_stores(tmp_path / "task", [SPEC], lock_timeout=1) as stores:
+        stores.begin(1)
+        assert stores["counts"].approximate_num_entries() == 3000
+
+
+def test_an_interrupted_drop_leaves_no_garbage(tmp_path):
+    task_dir = tmp_path / "task"
+    os.makedirs(task_dir / "counts.dropped-abc" / "x")
+    with open_task_stores(task_dir, [SPEC]):
+        pass
+    assert sorted(os.listdir(task_dir)) == ["__task_meta", "counts"]
