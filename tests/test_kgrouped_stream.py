@@ -130,3 +130,14 @@ def test_aggregator_that_raises_names_the_node():
         inp.pipe_input("k", "1", 1)
         with pytest.raises(ProcessingError, match=r"ValueError.*KSTREAM-REDUCE-\d+ at topic 'in' partition 0 offset 1"):
             inp.pipe_input("k", "x", 2)
+
+
+def test_with_caching_a_commit_emits_one_update_per_key_with_its_latest_count(tmp_path):
+    from streams_helpers import run_cached_batch
+    builder = StreamsBuilder()
+    builder.stream("in", consumed=Consumed.with_(S, S)).group_by_key() \
+        .count(materialized=Materialized.as_("c")).to_stream().to("out", produced=Produced.with_(S, L))
+    rows = [("in", k.encode(), b"v", ts) for k, ts in [("a", 5), ("b", 1), ("a", 9), ("a", 2)]]
+    out = run_cached_batch(builder.build(), rows, tmp_path)
+    assert [(t, ts, S.deserialize(k), L.deserialize(v)) for t, ts, k, v in out] == [
+        ("out", 1, "b", 1), ("out", 9, "a", 3)]

@@ -82,3 +82,13 @@ def test_table_headers_pass_through_to_the_stream():
         driver.create_input_topic("in", S, I).pipe_input("A", 1, 1, headers={"h": b"x"})
         (rec,) = driver.create_output_topic("out", S, I).read_records_to_list()
     assert rec.headers == {"h": b"x"}
+
+
+def test_with_caching_a_commit_emits_the_latest_value_per_changed_key(tmp_path):
+    from streams_helpers import run_cached_batch
+    builder, _ = _table_to_stream(Materialized.as_("cached"))
+    rows = [("in", b"A", I.serialize(1), 1), ("in", b"B", I.serialize(2), 2), ("in", b"A", I.serialize(3), 3),
+            ("in", b"C", I.serialize(4), 4), ("in", b"C", None, 5), ("in", b"D", None, 6)]
+    out = run_cached_batch(builder.build(), rows, tmp_path)
+    # C was created and deleted within the commit, D deleted without existing: nothing
+    assert [(ts, S.deserialize(k), I.deserialize(v)) for _, ts, k, v in out] == [(2, "B", 2), (3, "A", 3)]
