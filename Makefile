@@ -25,7 +25,7 @@ wordcount: $(STAMP) java
 	rm -rf examples/wordcount/run
 	mkdir -p examples/wordcount/run
 	cd examples/wordcount/run && $(abspath $(VENV))/bin/spark-submit --master 'local[2]' \
-	    ../wordcount.py --input ../data/sherlock.txt
+	    ../wordcount.py --input ../data/input.txt
 
 bench: $(STAMP) java
 	$(VPY) benchmarks/topics_bench.py

@@ -59,14 +59,16 @@ class Serde:
 
 
 def _fixed(fmt: str, size: int, kind: str) -> tuple[Callable, Callable]:
-    packer = struct.Struct(fmt)
+    # Closures over the format string (not a struct.Struct) so serdes pickle to executors.
+    def encode(obj: Any) -> bytes:
+        return struct.pack(fmt, obj)
 
-    def decode(data: bytes):
+    def decode(data: bytes) -> Any:
         if len(data) != size:
             raise ValueError(f"{kind} needs exactly {size} bytes, got {len(data)}")
-        return packer.unpack(data)[0]
+        return struct.unpack(fmt, data)[0]
 
-    return packer.pack, decode
+    return encode, decode
 
 
 def _decode_utf8(data: bytes) -> str:

@@ -1,0 +1,251 @@
+"""``Streams``: the lifecycle of a running application (Kafka Streams' ``KafkaStreams``)."""
+from __future__ import annotations
+
+import glob
+import json
+import logging
+import os
+import shutil
+import threading
+from collections import defaultdict
+from typing import Any, Optional
+
+from .config import StreamsConfig
+from .processors.stores import KeyValueStoreView
+from .state.partitioned import PartitionedReadOnlyStore
+from .topics import TopicNotFound, open_backend
+from .topology import Topology, TopologyError
+
+log = logging.getLogger("streamlib")
+
+_COUNTERS = ("records_in", "records_out", "dropped_records", "skipped_records", "dead_letter_records",
+             "restored_records")
+_SPARK_TYPES = {"string()": "string", "long()": "bigint", "integer()": "int", "double()": "double",
+                "bytes()": "binary"}
+
+
+class Streams:
+    """Runs a topology as a Spark Structured Streaming query.
+
+    Parameters
+    ----------
+    topology : Topology
+        What to run (``StreamsBuilder.build()``).
+    config : StreamsConfig
+        Application id, topics backend, state and checkpoint locations, ...
+    spark : SparkSession, optional
+        The session to run in; ``None`` gets the active one or creates a local one.
+
+    Examples
+    --------
+    >>> app = Streams(builder.build(), StreamsConfig(application_id="wordcount"))  # doctest: +SKIP
+    >>> app.process_available()                                                    # doctest: +SKIP
+    >>> app.store("counts").get("hello")                                           # doctest: +SKIP
+    3
+    """
+
+    def __init__(self, topology: Topology, config: Optional[StreamsConfig] = None, spark: Any = None):
+        from .spark.session import get_or_create_session
+
+        self.topology = topology
+        self.config = config or StreamsConfig()
+        self.spark = get_or_create_session() if spark is None else spark
+        if spark is not None:
+            from .spark.session import register_data_sources
+            register_data_sources(spark)
+        self._query = None
+        self._plan = None
+        self._totals: dict[str, int] = defaultdict(int)
+        self._tasks: dict[str, dict] = {}
+        self._last_batch: Optional[int] = None
+        self._lock = threading.Lock()
+        self._views: dict[str, KeyValueStoreView] = {}
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start processing continuously, one micro-batch per ``commit_interval``."""
+        self._start(available_now=False)
+
+    def process_available(self) -> None:
+        """Process everything available now, then return (Spark's ``availableNow``)."""
+        self._start(available_now=True)
+        try:
+            self._query.awaitTermination()
+        finally:
+            self._query = None
+
+    def await_termination(self, timeout: Optional[float] = None) -> bool:
+        """Wait until the query stops (or ``timeout`` seconds); re-raises its failure."""
+        if self._query is None:
+            return True
+        if timeout is None:
+            self._query.awaitTermination()
+            return True
+        return bool(self._query.awaitTermination(timeout))
+
+    def stop(self) -> None:
+        """Stop the query; the current micro-batch finishes or is re-run on restart."""
+        if self._query is not None:
+            self._query.stop()
+            self._query = None
+        for view in self._views.values():
+            view._store.close()
+        self._views.clear()
+
+    def cleanup(self) -> None:
+        """Delete this application's local state (Kafka Streams' ``cleanUp``); progress
+        (the checkpoint) and topics stay, so stores are restored from their changelogs."""
+        if self._query is not None:
+            raise RuntimeError("cleanup() while the application is running; stop() it first")
+        self.stop()
+        shutil.rmtree(os.path.join(os.path.abspath(self.config.state_dir), self.config.application_id),
+                      ignore_errors=True)
+
+    @property
+    def is_running(self) -> bool:
+        return self._query is not None and self._query.isActive
+
+    def _start(self, available_now: bool) -> None:
+        from .spark.compiler import BatchPlan
+        from .spark.source import BackendSpec
+
+        if self._query is not None:
+            raise RuntimeError("the application is already running")
+        backend_spec = BackendSpec.from_options(self._source_options())
+        partitions = self._prepare_topics(backend_spec.open())
+        self._plan = BatchPlan(self.spark, self.topology, self.config, backend_spec, partitions)
+        reader = self.spark.readStream.format("streamlib")
+        for key, value in self._source_options().items():
+            reader = reader.option(key, value)
+        writer = (reader.load().writeStream
+                  .queryName(self.config.application_id)
+                  .option("checkpointLocation", self.config.resolved_checkpoint_location())
+                  .foreachBatch(self._run_batch))
+        if available_now:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{self.config.commit_interval_ms} milliseconds")
+        self._query = writer.start()
+
+    def _source_options(self) -> dict[str, str]:
+        config = {}
+        if self.config.producer_config:
+            config["producer_config"] = self.config.producer_config
+        if self.config.consumer_config:
+            config["consumer_config"] = self.config.consumer_config
+        if self.config.processing_guarantee != "at_least_once":
+            config["processing_guarantee"] = self.config.processing_guarantee
+        return {"bootstrap": self.config.bootstrap, "topics": ",".join(self.topology.source_topics()),
+                "backendConfig": json.dumps(config, sort_keys=True)}
+
+    def _prepare_topics(self, backend: Any) -> int:
+        """Check the source topics, create missing sink topics; return the partition
+        count of the inputs (the default number of tasks per stateful stage)."""
+        counts = {}
+        for topic in self.topology.source_topics():
+            try:
+                counts[topic] = backend.num_partitions(topic)
+            except TopicNotFound:
+                raise TopologyError(f"source topic {topic!r} does not exist; create it first "
+                                    f"(python -m streamlib topics create {topic})") from None
+        partitions = max(counts.values(), default=1)
+        outputs = list(self.topology.sink_topics())
+        if self.config.deserialization_exception_handler == "dead_letter":
+            outputs.append(self.config.dead_letter_topic)
+        for topic in outputs:
+            backend.create_topic(topic, partitions=partitions, exist_ok=True)
+        return partitions
+
+    def _run_batch(self, df: Any, batch_id: int) -> None:
+        self._plan.run(df, batch_id)
+        reports = self._plan.metrics.value.get("tasks", {})
+        self._plan.metrics.value = {"tasks": {}}
+        with self._lock:
+            for task_id, metrics in reports.items():
+                for counter in _COUNTERS:
+                    self._totals[counter] += int(metrics.get(counter, 0))
+                self._tasks[task_id] = metrics
+            self._last_batch = batch_id
+
+    # -- queries --------------------------------------------------------------------------
+    def store(self, name: str) -> KeyValueStoreView:
+        """A read-only view of store ``name`` across all tasks, as of the last committed batch."""
+        if name not in self.topology.stores:
+            raise KeyError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
+        if name not in self._views:
+            store = self.topology.stores[name]
+            sub = next(s for s in self.topology.subtopologies if name in s.stores)
+            root = os.path.join(os.path.abspath(self.config.state_dir), self.config.application_id)
+
+            def paths() -> list[str]:
+                return sorted(glob.glob(os.path.join(root, f"{sub.id}_*", name)))
+
+            self._views[name] = KeyValueStoreView(
+                name, PartitionedReadOnlyStore(paths),
+                store.key_serde or self.config.default_key_serde,
+                store.value_serde or self.config.default_value_serde)
+        return self._views[name]
+
+    def table(self, name: str) -> Any:
+        """Store ``name``'s current content as a Spark DataFrame (``key``, ``value``),
+        also registered as a temporary view called ``name``."""
+        view = self.store(name)
+        store = self.topology.stores[name]
+        key_type = _spark_type(store.key_serde or self.config.default_key_serde)
+        value_type = _spark_type(store.value_serde or self.config.default_value_serde)
+        rows = [(_plain(k, key_type), _plain(v, value_type)) for k, v in view.all()]
+        df = self.spark.createDataFrame(rows, f"key {key_type}, value {value_type}")
+        df.createOrReplaceTempView(_view_name(name))
+        return df
+
+    def metrics(self) -> dict[str, Any]:
+        """Counters since start, per-task state, store sizes, lag and watermark."""
+        with self._lock:
+            tasks = {task_id: dict(m) for task_id, m in self._tasks.items()}
+            result: dict[str, Any] = {counter: self._totals[counter] for counter in _COUNTERS}
+        sizes: dict[str, int] = defaultdict(int)
+        for metrics in tasks.values():
+            for store, entries in metrics.get("stores", {}).items():
+                sizes[store] += entries
+        times = [m["stream_time"] for m in tasks.values() if m.get("stream_time", -1) >= 0]
+        result.update(tasks=tasks, store_sizes=dict(sizes), last_batch=self._last_batch,
+                      stream_time=max(times, default=-1), watermark=min(times, default=-1),
+                      lag=self._lag())
+        return result
+
+    def _lag(self) -> dict[str, dict[int, int]]:
+        progress = self._query.lastProgress if self._query is not None else None
+        if not progress or not progress.get("sources"):
+            return {}
+        end = progress["sources"][0].get("endOffset")
+        committed = json.loads(end) if isinstance(end, str) else (end or {})
+        backend = open_backend(self.config.bootstrap)
+        return {topic: {int(p): backend.end_offsets(topic)[int(p)] - off for p, off in parts.items()}
+                for topic, parts in committed.items()}
+
+    def explain(self) -> str:
+        """The Spark plan (logical and physical) of the last micro-batch that ran."""
+        return self._plan.last_plan if self._plan is not None else "the application has not started"
+
+    def describe(self) -> str:
+        return self.topology.describe(self.config.application_id)
+
+    def __enter__(self) -> "Streams":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def _spark_type(serde: Any) -> str:
+    return _SPARK_TYPES.get(getattr(serde, "name", ""), "string")
+
+
+def _plain(value: Any, spark_type: str) -> Any:
+    if value is None or spark_type != "string" or isinstance(value, str):
+        return value
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+
+
+def _view_name(store: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in store)

@@ -1,0 +1,160 @@
+"""The compiler: a ``Topology`` becomes the Spark plan of one micro-batch.
+
+Each sub-topology is a stage: its input is the batch's rows of its source topics
+plus the rows upstream stages emitted for its repartition topics; a stateful stage
+(or one behind a repartition) first shuffles its input by key into
+``num_partitions`` Spark partitions — the role of Kafka Streams' repartition topic —
+and then runs one streamlib ``Task`` per partition inside ``mapInArrow``. Stateless
+steps of a sub-topology are fused into that one Arrow map. Rows bound for sink
+topics from every stage are written with one idempotent write per batch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from pyspark import AccumulatorParam
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.storagelevel import StorageLevel
+
+from streamlib.config import StreamsConfig
+from streamlib.spark.arrow import SOURCE_DDL
+from streamlib.spark.source import BackendSpec
+from streamlib.spark.tasks import StagePlan, merge_metrics, stage_function
+from streamlib.topology import SubTopology, Topology, TopologyError
+
+
+class _MetricsParam(AccumulatorParam):
+    def zero(self, value: dict) -> dict:
+        return {"tasks": {}}
+
+    def addInPlace(self, a: dict, b: dict) -> dict:
+        return merge_metrics(a, b)
+
+
+@dataclass
+class Stage:
+    sub: SubTopology
+    plan: StagePlan
+    shuffled: bool
+    consumers: int = 0
+    output: Optional[DataFrame] = field(default=None, repr=False)
+
+
+def stage_order(topology: Topology) -> list[SubTopology]:
+    """Sub-topologies so that every repartition's writer comes before its reader."""
+    writer_of = {}
+    for sub in topology.subtopologies:
+        for name in sub.nodes:
+            node = topology.nodes[name]
+            if node.kind == "repartition":
+                writer_of[node.params["topic"]] = sub.id
+    ordered: list[SubTopology] = []
+    state: dict[int, str] = {}
+
+    def visit(sub: SubTopology) -> None:
+        if state.get(sub.id) == "done":
+            return
+        if state.get(sub.id) == "active":
+            raise TopologyError(f"sub-topology {sub.id} depends on itself through a repartition")
+        state[sub.id] = "active"
+        for topic in sub.repartition_inputs:
+            visit(topology.subtopologies[writer_of[topic]])
+        state[sub.id] = "done"
+        ordered.append(sub)
+
+    for sub in topology.subtopologies:
+        visit(sub)
+    return ordered
+
+
+class BatchPlan:
+    """Builds and runs the Spark plan of one micro-batch (called from ``foreachBatch``)."""
+
+    def __init__(self, spark: SparkSession, topology: Topology, config: StreamsConfig,
+                 backend: BackendSpec, input_partitions: int):
+        self.spark = spark
+        self.topology = topology
+        self.config = config
+        self.backend = backend
+        self.num_partitions = config.num_partitions or input_partitions
+        internal = frozenset(t for sub in topology.subtopologies for t in sub.repartition_inputs)
+        self.internal_topics = internal
+        self.stages = []
+        for sub in stage_order(topology):
+            n = self._partitions_of(sub)
+            plan = StagePlan(topology, config, backend, sub.id, n, internal)
+            self.stages.append(Stage(sub, plan, shuffled=sub.stateful or bool(sub.repartition_inputs)))
+        self.metrics = spark.sparkContext.accumulator({"tasks": {}}, _MetricsParam())
+        self.last_plan = "no micro-batch has run yet"
+
+    def _partitions_of(self, sub: SubTopology) -> int:
+        for name in sub.nodes:
+            node = self.topology.nodes[name]
+            if node.kind == "source" and node.params.get("num_partitions"):
+                return node.params["num_partitions"]
+        return self.num_partitions
+
+    def build(self, source: DataFrame, batch_id: int) -> DataFrame:
+        """The DataFrame of every row bound for a sink topic in this batch; computing
+        it runs every stage once."""
+        outputs: dict[str, DataFrame] = {}  # repartition topic -> rows for it
+        written: list[DataFrame] = []
+        for stage in self.stages:
+            sub = stage.sub
+            parts = []
+            if sub.source_topics:
+                parts.append(source.where(F.col("topic").isin(sub.source_topics)))
+            parts.extend(outputs[t] for t in sub.repartition_inputs)
+            rows = parts[0]
+            for extra in parts[1:]:
+                rows = rows.unionByName(extra)
+            if stage.shuffled:
+                rows = rows.repartition(stage.plan.num_partitions, F.col("key"))
+            out = rows.mapInArrow(stage_function(stage.plan, batch_id, self.metrics.add), SOURCE_DDL)
+            readers = [s for s in self.stages if set(s.sub.repartition_inputs) & self._writes(sub)]
+            has_sinks = bool(self._sinks(sub))
+            if len(readers) + has_sinks > 1:
+                out = out.persist(StorageLevel.MEMORY_AND_DISK)
+            stage.output = out
+            for topic in self._writes(sub):
+                outputs[topic] = out.where(F.col("topic") == topic)
+            if has_sinks:
+                written.append(out.where(~F.col("topic").isin(list(self.internal_topics) or [""])))
+            elif not readers:
+                # A last stage with no sink (foreach, tables only) must still run: its
+                # rows never have a null topic, but the optimizer cannot know that.
+                written.append(out.where(F.col("topic").isNull()))
+        result = written[0]
+        for part in written[1:]:
+            result = result.unionByName(part)
+        return result.drop("offset")
+
+    def _writes(self, sub: SubTopology) -> set[str]:
+        return {self.topology.nodes[n].params["topic"] for n in sub.nodes
+                if self.topology.nodes[n].kind == "repartition"}
+
+    def _sinks(self, sub: SubTopology) -> set[str]:
+        sinks = {self.topology.nodes[n].params["topic"] for n in sub.nodes
+                 if self.topology.nodes[n].kind == "sink"}
+        if self.config.deserialization_exception_handler == "dead_letter":
+            sinks.add(self.config.dead_letter_topic)
+        return sinks
+
+    def run(self, source: DataFrame, batch_id: int) -> None:
+        """Run the batch: every stage, then one idempotent write of the sink rows."""
+        try:
+            result = self.build(source, batch_id)
+            self.last_plan = result._jdf.queryExecution().toString()
+            (result.write.format("streamlib").mode("append")
+             .option("bootstrap", self.backend.url)
+             .option("backendConfig", self.backend.config_json)
+             .option("sinkId", f"{self.config.application_id}/sinks")
+             .option("sequence", str(batch_id))
+             .save())
+        finally:
+            for stage in self.stages:
+                if stage.output is not None and stage.output.is_cached:
+                    stage.output.unpersist()
+                stage.output = None

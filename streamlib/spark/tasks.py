@@ -1,0 +1,109 @@
+"""What runs inside a Spark task: one streamlib ``Task`` over one partition's rows.
+
+Pure functions of picklable inputs, shipped to executors by ``mapInArrow``. The
+task's stores are opened at the start of the batch and closed at its end, so the
+next batch may run on another worker (the RocksDB lock hands over, DESIGN.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+from pyspark import TaskContext
+
+from streamlib.config import StreamsConfig
+from streamlib.runtime.task import Task
+from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA
+from streamlib.spark.source import BackendSpec
+from streamlib.state import open_task_stores
+from streamlib.topology import Topology
+
+#: Rows between stages and to sinks have the source rows' shape: for a repartition,
+#: ``partition``/``offset`` say which task emitted the row and in what order (the
+#: order the next task restores); for a sink, ``partition`` is the target or null.
+STAGE_SCHEMA = SOURCE_ARROW_SCHEMA
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """Everything a Spark task needs to run one sub-topology for one batch."""
+
+    topology: Topology
+    config: StreamsConfig
+    backend: BackendSpec
+    sub_id: int
+    num_partitions: int
+    internal_topics: frozenset[str]
+
+
+def stage_function(plan: StagePlan, batch_id: int,
+                   report: Callable[[dict], None]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function of one stage in micro-batch ``batch_id``;
+    ``report(metrics)`` is called once per task (an accumulator's ``add``)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        partition = TaskContext.get().partitionId()
+        received = list(batches)
+        # Spark's batches differ from STAGE_SCHEMA only in nullability and list field names.
+        rows = pa.Table.from_batches(received).cast(STAGE_SCHEMA) if received else \
+            STAGE_SCHEMA.empty_table()
+        output, metrics = run_task(plan, batch_id, partition, rows)
+        report({"tasks": {f"{plan.sub_id}_{partition}": metrics}})
+        yield from output.to_batches()
+
+    return run
+
+
+def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table) -> tuple[pa.Table, dict]:
+    """Run the stage's task for ``partition`` over ``rows``; return its output rows and metrics."""
+    backend = plan.backend.open()
+    sub = plan.topology.subtopologies[plan.sub_id]
+    task = Task(plan.topology, sub, partition, plan.config, backend.num_partitions)
+    stores = None
+    if task.stateful:
+        stores = open_task_stores(plan.config.task_state_dir(task.task_id), task.store_specs(),
+                                  backend=backend, partition=partition,
+                                  num_partitions=plan.num_partitions,
+                                  producer_prefix=plan.config.application_id)
+    try:
+        task.begin(stores, batch_id)
+        task.process_table(rows)
+        task.commit()
+        metrics: dict[str, Any] = dict(task.metrics)
+        metrics["stream_time"] = task.context.stream_time
+        if stores is not None:
+            store_metrics = stores.metrics()
+            metrics["stores"] = {name: m.get("entries", 0) for name, m in store_metrics["stores"].items()
+                                 if not name.startswith("__")}
+            metrics["restored_records"] = store_metrics["restored_records"]
+            metrics["restore_seconds"] = store_metrics["restore_seconds"]
+    finally:
+        if stores is not None:
+            stores.close()
+    return output_table(task.take_output(), partition, plan.internal_topics), metrics
+
+
+def output_table(output: list[tuple], partition: int, internal_topics: frozenset[str]) -> pa.Table:
+    """Task output rows -> STAGE_SCHEMA; repartition rows carry (task partition, sequence)."""
+    if not output:
+        return STAGE_SCHEMA.empty_table()
+    topics, partitions, timestamps, keys, values, headers = (list(c) for c in zip(*output))
+    for i, topic in enumerate(topics):
+        if topic in internal_topics:
+            partitions[i] = partition
+    return pa.Table.from_arrays(
+        [pa.array(topics, pa.string()), pa.array(partitions, pa.int32()),
+         pa.array(range(len(topics)), pa.int64()), pa.array(timestamps, pa.int64()),
+         pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+         pa.array([[{"key": k, "value": v} for k, v in h] for h in headers],
+                  STAGE_SCHEMA.field("headers").type)],
+        schema=STAGE_SCHEMA)
+
+
+def merge_metrics(total: dict, update: dict) -> dict:
+    """Accumulator merge: per-task metrics, the newest report of a task wins."""
+    tasks = dict(total.get("tasks", {}))
+    tasks.update(update.get("tasks", {}))
+    return {"tasks": tasks}
+
