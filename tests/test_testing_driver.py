@@ -7,7 +7,7 @@ from streamlib import (Consumed, Materialized, Produced, Serdes, StreamsBuilder,
                        TopologyError, TopologyTestDriver)
 from streamlib.processors import DeserializationFailure, ProcessingError
 
-from streams_helpers import APP, I, L, S, config, driver_for, kvt
+from streams_helpers import APP, I, L, S, config, driver_for
 
 B = Serdes.bytes()
 
@@ -187,3 +187,25 @@ def test_stores_start_empty_in_every_driver():
         with driver_for(_counting()) as driver:
             driver.create_input_topic("in", S, S).pipe_input("k", "v", 1)
             assert driver.get_key_value_store("counts").get("k") == 1
+
+
+def test_timestamp_extractor_sets_record_timestamps_and_its_errors_name_the_source():
+    builder = StreamsBuilder()
+    builder.stream("in", consumed=Consumed.with_(S, S, timestamp_extractor=lambda k, v, ts: int(v) * 1000)) \
+        .to("out")
+    with driver_for(builder) as driver:
+        inp = driver.create_input_topic("in", S, S)
+        inp.pipe_input("a", "3", 1)
+        assert [r.timestamp for r in driver.create_output_topic("out", S, S).read_records_to_list()] == [3000]
+        with pytest.raises(ProcessingError, match=r"timestamp extractor failed.*KSTREAM-SOURCE-\d+ at topic 'in' "
+                                                  r"partition 0 offset 1"):
+            inp.pipe_input("b", "x", 2)
+
+
+def test_read_helpers_for_values_and_maps():
+    with driver_for(_passthrough()) as driver:
+        driver.create_input_topic("in", S, S).pipe_key_value_list([("a", "1"), ("b", "2"), ("a", "3")])
+        out = driver.create_output_topic("out", S, S)
+        assert out.get_queue_size() == 3
+        assert out.read_value() == "1"
+        assert out.read_key_values_to_map() == {"b": "2", "a": "3"}
