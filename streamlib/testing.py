@@ -142,6 +142,7 @@ class TopologyTestDriver:
                     self.config.task_state_dir(task.task_id), task.store_specs(), backend=None,
                     partition=0, num_partitions=1, producer_prefix=self.config.application_id)
         self._internal = {t for sub in topology.subtopologies for t in sub.repartition_inputs}
+        self._read_topics = {t for sub in topology.subtopologies for t in sub.input_topics}
 
     # -- topics --------------------------------------------------------------------------
     def create_input_topic(self, name: str, key_serde: Serde, value_serde: Serde) -> TestInputTopic:
@@ -155,23 +156,28 @@ class TopologyTestDriver:
 
     def _pipe(self, topic: str, key: Optional[bytes], value: Optional[bytes],
               timestamp: Optional[int], headers: tuple) -> None:
-        pending = deque([(topic, self._wall_clock if timestamp is None else timestamp, key, value, headers)])
-        while pending:
-            topic, ts, key, value, headers = pending.popleft()
-            offset = self._offsets[topic]
-            self._offsets[topic] += 1
-            for task in self._tasks:
-                if topic not in task.sources:
-                    continue
-                self._batch += 1
-                task.begin(self._stores.get(task.task_id), self._batch)
-                task.process(topic, 0, offset, ts, key, value, headers)
-                task.commit()
-                for out_topic, _, out_ts, out_key, out_value, out_headers in task.take_output():
-                    if out_topic in self._internal:
-                        pending.append((out_topic, out_ts, out_key, out_value, out_headers))
-                    else:
-                        self._outputs[out_topic].append((0, out_ts, out_key, out_value, out_headers))
+        self._process(topic, self._wall_clock if timestamp is None else timestamp, key, value, headers)
+
+    def _process(self, topic: str, ts: int, key: Optional[bytes], value: Optional[bytes],
+                 headers: tuple) -> None:
+        """Process one record, then each record it produced in turn, depth first, as
+        Kafka Streams' driver does: a record written to a topic the topology reads
+        (a repartition topic, or any source topic) is processed before the next output
+        of the record that produced it."""
+        offset = self._offsets[topic]
+        self._offsets[topic] += 1
+        for task in self._tasks:
+            if topic not in task.sources:
+                continue
+            self._batch += 1
+            task.begin(self._stores.get(task.task_id), self._batch)
+            task.process(topic, 0, offset, ts, key, value, headers)
+            task.commit()
+            for out_topic, _, out_ts, out_key, out_value, out_headers in task.take_output():
+                if out_topic not in self._internal:
+                    self._outputs[out_topic].append((0, out_ts, out_key, out_value, out_headers))
+                if out_topic in self._read_topics:
+                    self._process(out_topic, out_ts, out_key, out_value, out_headers)
 
     # -- state and time ------------------------------------------------------------------
     def get_key_value_store(self, name: str) -> KeyValueStoreView:

@@ -7,7 +7,7 @@ from streamlib import (Consumed, Materialized, Produced, Serdes, StreamsBuilder,
                        TopologyError, TopologyTestDriver)
 from streamlib.processors import DeserializationFailure, ProcessingError
 
-from streams_helpers import APP, I, L, S, config, driver_for
+from streams_helpers import APP, I, L, S, config, driver_for, kvt
 
 B = Serdes.bytes()
 
@@ -209,3 +209,25 @@ def test_read_helpers_for_values_and_maps():
         assert out.get_queue_size() == 3
         assert out.read_value() == "1"
         assert out.read_key_values_to_map() == {"b": "2", "a": "3"}
+
+
+def test_records_written_to_a_topic_the_topology_reads_are_processed_too():
+    builder = StreamsBuilder()
+    builder.stream("in", consumed=Consumed.with_(S, S)).map_values(str.upper).to("mid")
+    builder.stream("mid", consumed=Consumed.with_(S, S)).map_values(lambda v: v + "!").to("out")
+    with driver_for(builder) as driver:
+        driver.create_input_topic("in", S, S).pipe_input("k", "a", 4)
+        assert driver.create_output_topic("mid", S, S).read_key_values_to_list() == [("k", "A")]
+        assert kvt(driver.create_output_topic("out", S, S).read_records_to_list()) == [("k", "A!", 4)]
+
+
+def test_outputs_are_processed_depth_first_like_kafka_streams_driver():
+    builder = StreamsBuilder()
+    level1 = builder.stream("in", consumed=Consumed.with_(S, S)) \
+        .flat_map(lambda k, v: [(v + "1", v), (v + "2", v)]).repartition()
+    level1.to("out")
+    level1.map_values(lambda v: v + "-deep").repartition().to("out")
+    with driver_for(builder) as driver:
+        driver.create_input_topic("in", S, S).pipe_input("k", "x", 1)
+        out = driver.create_output_topic("out", S, S).read_key_values_to_list()
+    assert out == [("x1", "x"), ("x1", "x-deep"), ("x2", "x"), ("x2", "x-deep")]
