@@ -141,3 +141,12 @@ def test_with_caching_a_commit_emits_one_update_per_key_with_its_latest_count(tm
     out = run_cached_batch(builder.build(), rows, tmp_path)
     assert [(t, ts, S.deserialize(k), L.deserialize(v)) for t, ts, k, v in out] == [
         ("out", 1, "b", 1), ("out", 9, "a", 3)]
+
+
+def test_aggregate_value_that_the_store_serde_cannot_write_names_the_store_and_key():
+    builder = StreamsBuilder()
+    builder.stream("in", consumed=Consumed.with_(S, S)).group_by_key() \
+        .aggregate(lambda: 0, lambda k, v, agg: agg + 1, materialized=Materialized.as_("no-serde"))
+    with driver_for(builder) as driver:  # default value serde is string(): an int cannot be stored
+        with pytest.raises(ProcessingError, match=r"store 'no-serde' cannot serialize the value 1 of key 'k'"):
+            driver.create_input_topic("in", S, S).pipe_input("k", "v", 1)

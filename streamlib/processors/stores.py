@@ -10,6 +10,7 @@ from typing import Any, Iterator, Optional
 
 from ..serdes import Serde
 from ..state.timestamped import decode_timestamped, encode_timestamped
+from .base import ProcessingError
 
 _MISSING = object()
 
@@ -50,6 +51,12 @@ class TimestampedKeyValueStore:
     def put(self, key: Any, value: Any, timestamp: int) -> None:
         self.put_by_bytes(self.key_serde.serialize(key), value, timestamp)
 
+    def _key_repr(self, kb: bytes) -> str:
+        try:
+            return repr(self.key_serde.deserialize(kb))
+        except Exception:
+            return repr(kb)
+
     def write_back(self) -> None:
         """Hand this batch's changes to the byte store (called before the store commits)."""
         if not self._dirty:
@@ -61,7 +68,14 @@ class TimestampedKeyValueStore:
             if entry is None:
                 items.append((kb, None))
             else:
-                items.append((kb, encode_timestamped(self.value_serde.serialize(entry[0]), entry[1])))
+                try:
+                    value = self.value_serde.serialize(entry[0])
+                except Exception as exc:
+                    raise ProcessingError(
+                        f"store {self.name!r} cannot serialize the value {entry[0]!r} of key "
+                        f"{self._key_repr(kb)}: {exc}; give the store a value serde "
+                        "(Materialized...with_value_serde) or change default_value_serde") from exc
+                items.append((kb, encode_timestamped(value, entry[1])))
         self.store.put_many(items)
         self._dirty.clear()
         self._cache.clear()
