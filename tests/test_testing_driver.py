@@ -231,3 +231,18 @@ def test_outputs_are_processed_depth_first_like_kafka_streams_driver():
         driver.create_input_topic("in", S, S).pipe_input("k", "x", 1)
         out = driver.create_output_topic("out", S, S).read_key_values_to_list()
     assert out == [("x1", "x"), ("x1", "x-deep"), ("x2", "x"), ("x2", "x-deep")]
+
+
+def test_a_failed_record_leaves_no_partial_output_or_state_behind():
+    builder = StreamsBuilder()
+    stream = builder.stream("in", consumed=Consumed.with_(S, S)) \
+        .flat_map(lambda k, v: ((k, v[i * 5]) for i in range(2)))   # the second output fails for short values
+    stream.to("out")
+    stream.group_by_key().count(materialized=Materialized.as_("c"))
+    with driver_for(builder) as driver:
+        inp = driver.create_input_topic("in", S, S)
+        with pytest.raises(ProcessingError, match="IndexError"):
+            inp.pipe_input("k", "abc", 1)
+        inp.pipe_input("k", "abcdefg", 2)
+        assert driver.create_output_topic("out", S, S).read_key_values_to_list() == [("k", "a"), ("k", "f")]
+        assert driver.get_key_value_store("c").get("k") == 2

@@ -56,6 +56,7 @@ class Task:
         or ``None`` for a stateless task)."""
         self._stores = stores
         self._views = []
+        self.context.output = []  # rows of a batch that failed before take_output() are void
         self.context.stores = {}
         self.context.stream_time = -1
         if stores is not None:
