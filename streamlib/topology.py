@@ -49,6 +49,8 @@ class StoreDef:
     value_serde: Any = None
     logging: bool = True
     queryable: bool = True
+    #: False: every update is forwarded at once even when the application caches
+    caching: bool = True
 
 
 @dataclass

@@ -150,3 +150,14 @@ def test_aggregate_value_that_the_store_serde_cannot_write_names_the_store_and_k
     with driver_for(builder) as driver:  # default value serde is string(): an int cannot be stored
         with pytest.raises(ProcessingError, match=r"store 'no-serde' cannot serialize the value 1 of key 'k'"):
             driver.create_input_topic("in", S, S).pipe_input("k", "v", 1)
+
+
+def test_store_with_caching_disabled_emits_every_update_even_when_the_app_caches(tmp_path):
+    from streams_helpers import run_cached_batch
+    builder = StreamsBuilder()
+    builder.stream("in", consumed=Consumed.with_(S, S)).group_by_key() \
+        .count(materialized=Materialized.as_("c").with_caching_disabled()) \
+        .to_stream().to("out", produced=Produced.with_(S, L))
+    rows = [("in", b"a", b"v", 1), ("in", b"a", b"v", 2)]
+    out = run_cached_batch(builder.build(), rows, tmp_path)
+    assert [(ts, L.deserialize(v)) for _, ts, _, v in out] == [(1, 1), (2, 2)]

@@ -15,8 +15,9 @@ def materialize(graph: GraphBuilder, materialized: Optional[Materialized], prefi
     named = bool(materialized and materialized.store_name)
     name = materialized.store_name if named else graph.internal_store_name(prefix)
     logging = materialized.logging if materialized else True
-    graph.add_store(StoreDef(name, "kv", key_serde, value_serde, logging=logging, queryable=named),
-                    user_named=named)
+    caching = materialized.caching if materialized else True
+    graph.add_store(StoreDef(name, "kv", key_serde, value_serde, logging=logging, queryable=named,
+                             caching=caching), user_named=named)
     return name
 
 

@@ -56,6 +56,8 @@ def build_processors(topology: Topology, sub: SubTopology,
             raise TopologyError(f"{name}: no processor for node kind {node.kind!r}") from None
         processors[name] = cls(node, context)
         processors[name].send_old_values = topology.sends_old_values(name)
+        processors[name].caching = context.caching and all(
+            topology.stores[store].caching for store in node.stores)
     for name in sub.nodes:
         for parent in topology.nodes[name].parents:
             processors[parent].children.append(processors[name])

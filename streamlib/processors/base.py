@@ -63,6 +63,8 @@ class Processor:
         self.children: list["Processor"] = []
         #: whether a child needs the old value of a table change (set when wiring)
         self.send_old_values = False
+        #: whether table updates are held back to the end of the commit (set when wiring)
+        self.caching = context.caching
 
     def init(self) -> None:
         """Called once the task's stores are open for a new batch."""

@@ -44,7 +44,7 @@ class StatefulProcessor(Processor):
     def init(self) -> None:
         store = self.node.params.get("store")
         self.store = self.context.store(store) if store else None
-        self.emitter = TableEmitter(self, self.context.caching and self.store is not None)
+        self.emitter = TableEmitter(self, self.caching and self.store is not None)
 
     def flush(self) -> None:
         self.emitter.flush()
