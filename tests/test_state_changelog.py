@@ -87,3 +87,10 @@ def test_changelog_offset_checkpoint_means_no_catch_up_for_the_same_copy(tmp_pat
         stores.begin(1)
         assert stores.metrics()["restored_records"] == 0
         assert stores["counts"].get(b"k42") == b"v"
+
+
+def test_changelog_with_too_few_partitions_is_a_clear_error(tmp_path, backend):
+    backend.create_topic(TOPIC, 1, {"cleanup.policy": "compact"})
+    with open_stores(tmp_path, backend) as stores:
+        with pytest.raises(ValueError, match="has 1 partitions, task partition 1 needs 2"):
+            stores.begin(0)

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamlib.state.arrow import binaries
 from streamlib.topics.base import APPEND_SCHEMA, HEADER_TYPE, TopicBackend, TopicNotFound
 
 BATCH_HEADER = "streamlib.batch"
@@ -33,12 +34,14 @@ def batch_ids(headers: pa.Array) -> np.ndarray:
     ids = np.full(len(headers), NO_BATCH, dtype=np.int64)
     flat = pc.list_flatten(headers)
     hit = pc.equal(flat.field("key"), BATCH_HEADER)
-    values = flat.field("value").filter(hit).to_pylist()
-    if values:
-        if any(len(v) != _BATCH.size for v in values):
-            raise ValueError(f"header {BATCH_HEADER} must be {_BATCH.size} bytes")
+    values = flat.field("value").filter(hit)
+    if len(values):
+        try:
+            fixed = values.cast(pa.binary(_BATCH.size))
+        except pa.ArrowInvalid:
+            raise ValueError(f"header {BATCH_HEADER} must be {_BATCH.size} bytes") from None
         rows = pc.list_parent_indices(headers).filter(hit).to_numpy()
-        ids[rows] = np.frombuffer(b"".join(values), dtype=">i8")
+        ids[rows] = np.frombuffer(fixed.buffers()[1], ">i8")[fixed.offset:fixed.offset + len(fixed)]
     return ids
 
 
@@ -61,6 +64,9 @@ class Changelog:
             self.backend.create_topic(self.topic, self.num_partitions,
                                       {"cleanup.policy": "compact"}, exist_ok=True)
             end = self.backend.end_offsets(self.topic)
+        if self.partition not in end:
+            raise ValueError(f"changelog topic {self.topic!r} has {len(end)} partitions, "
+                             f"task partition {self.partition} needs {self.partition + 1}")
         return self.backend.start_offsets(self.topic)[self.partition], end[self.partition]
 
     def append(self, batch_id: int, keys: Sequence[bytes], values: Sequence[Optional[bytes]],
@@ -94,7 +100,7 @@ class Changelog:
                 cut = int(newer[0])
                 hi = table.column("offset")[cut].as_py()
                 table, ids = table.slice(0, cut), ids[:cut]
-            yield RestoreChunk(table.column("key").to_pylist(), table.column("value").to_pylist(),
+            yield RestoreChunk(binaries(table.column("key")), binaries(table.column("value")),
                                int(ids.max()) if len(ids) else NO_BATCH, hi)
             if len(newer):
                 return

@@ -72,8 +72,10 @@ class TaskStore:
         """Make the local copy reflect exactly the batches before ``batch_id``."""
         self.kv._discard_changes()
         last = self._meta_int(LAST_BATCH)
-        if last is not None and last >= batch_id and not (last == batch_id and self._undo()):
-            self._drop()
+        if last is not None and last >= batch_id:
+            rolled_back = last == batch_id and self._undo()
+            if not rolled_back:
+                self._drop()
         if self.changelog is not None:
             self._catch_up(batch_id)
 
@@ -127,13 +129,13 @@ class TaskStore:
         if not changes.keys:
             return
         started = time.perf_counter()
-        prior = self._db.get_many(changes.keys)
         prev_batch = self._meta_int(LAST_BATCH)
         offset = self._meta_int(CHANGELOG_OFFSET)
         meta = {LAST_BATCH: _encode_int(batch_id),
-                UNDO: encode_undo(prev_batch, offset, changes.keys, prior)}
+                UNDO: encode_undo(prev_batch, offset, changes.keys, changes.prior)}
         if self.changelog is not None:
-            written, end = self.changelog.append(batch_id, *changes)
+            written, end = self.changelog.append(batch_id, changes.keys, changes.values,
+                                                 changes.timestamps)
             self.metrics.changelog_appends_skipped += not written
             meta[CHANGELOG_OFFSET] = _encode_int(end)
         self._db.write(zip(changes.keys, changes.values), meta)

@@ -10,6 +10,8 @@ from typing import NamedTuple, Optional, Sequence
 
 import pyarrow as pa
 
+from streamlib.state.arrow import binaries
+
 _SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary())])
 
 
@@ -39,4 +41,4 @@ def decode_undo(blob: bytes) -> Undo:
     table = pa.ipc.open_stream(blob).read_all()
     meta = table.schema.metadata
     return Undo(_opt_int(meta[b"prev_batch"]), _opt_int(meta[b"prev_offset"]),
-                list(zip(table.column("key").to_pylist(), table.column("value").to_pylist())))
+                list(zip(binaries(table.column("key")), binaries(table.column("value")))))
