@@ -88,9 +88,10 @@ class Changelog:
         """Records in ``[start, end)`` of batches older than ``before_batch``, in chunks.
 
         Stops at the first record of ``before_batch`` or later: those belong to a batch
-        being re-run (batch ids never decrease along a changelog), and the next catch-up
-        must start there, in case this re-run's own append turns out to be a duplicate
-        that another copy has to read."""
+        being re-run (batch ids never decrease along a changelog). The last chunk's
+        ``resume_offset`` is that record, not the end: if the re-run's own append is
+        skipped as a duplicate of those very records, a copy that did not finish the
+        re-run must still apply them later."""
         for lo in range(start, end, chunk):
             hi = min(lo + chunk, end)
             table = self.backend.read_arrow(self.topic, self.partition, lo, hi)
