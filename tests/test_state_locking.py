@@ -80,6 +80,14 @@ def test_reopen_after_close_in_the_same_process_even_after_partial_scans(tmp_pat
         assert stores["counts"].approximate_num_entries() == 3000
 
 
+def test_closing_twice_is_harmless(tmp_path):
+    stores = open_task_stores(tmp_path / "task", [SPEC])
+    stores.close()
+    stores.close()
+    with open_task_stores(tmp_path / "task", [SPEC], lock_timeout=0.5):
+        pass
+
+
 def test_an_interrupted_drop_leaves_no_garbage(tmp_path):
     task_dir = tmp_path / "task"
     os.makedirs(task_dir / "counts.dropped-abc" / "x")

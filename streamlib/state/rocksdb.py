@@ -63,6 +63,7 @@ class RocksDB:
     def __init__(self, db: Rdict, path: str):
         self._db = db
         self.path = path
+        self._closed = False
 
     @classmethod
     def open(cls, path: str | os.PathLike, lock_timeout: float = 30.0) -> RocksDB:
@@ -135,4 +136,7 @@ class RocksDB:
         self._db.try_catch_up_with_primary()
 
     def close(self) -> None:
-        self._db.close()
+        """Release the database (and its LOCK); closing twice is harmless."""
+        if not self._closed:
+            self._closed = True
+            self._db.close()
