@@ -69,3 +69,20 @@ def test_views_never_see_half_a_batch_while_a_writer_runs(tmp_path):
         writer.wait(timeout=60)
     assert writer.returncode == 0
     assert len(seen) > 2 and b"24" in seen
+
+
+def test_refresh_follows_a_writer_that_replaced_its_copy(tmp_path):
+    with open_task_stores(tmp_path / "task", [SPEC]) as stores:
+        for batch in range(3):
+            stores.begin(batch)
+            stores["counts"].put(b"k%d" % batch, b"old")
+            stores.commit()
+    with open_read_only_store(tmp_path / "task" / "counts") as view:
+        assert len(list(view.all())) == 3
+        with open_task_stores(tmp_path / "task", [SPEC]) as stores:
+            stores.begin(1)            # the copy is ahead and unlogged: dropped, empty
+            stores["counts"].put(b"new", b"v")
+            stores.commit()
+            assert stores.metrics()["stores"]["counts"]["dropped_copies"] == 1
+        view.refresh()
+        assert list(view.all()) == [(b"new", b"v")]

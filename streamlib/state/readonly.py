@@ -15,16 +15,26 @@ from typing import Iterator, Optional, Sequence
 
 from streamlib.state.bounds import Bounds
 from streamlib.state.reads import KeyValue, KeyValueReads
-from streamlib.state.rocksdb import RocksDB
+from streamlib.state.rocksdb import RocksDB, db_identity
 
 
 class ReadOnlyKeyValueStore(KeyValueReads):
     """get/range/all/prefix_scan/approximate_num_entries over bytes, as of the last
     committed batch when opened (or :meth:`refresh` ed)."""
 
-    def __init__(self, db: RocksDB, scratch_dir: str):
-        self._db = db
-        self._scratch_dir = scratch_dir
+    def __init__(self, path: str | os.PathLike, timeout: float):
+        self._path = path
+        self._timeout = timeout
+        self._scratch_dir = tempfile.mkdtemp(prefix="streamlib-view-")
+        try:
+            self._db, self._identity = self._open()
+        except BaseException:
+            shutil.rmtree(self._scratch_dir, ignore_errors=True)
+            raise
+
+    def _open(self) -> tuple[RocksDB, Optional[bytes]]:
+        identity = db_identity(self._path)   # before opening: a later change means reopen
+        return RocksDB.open_secondary(self._path, self._scratch_dir, self._timeout), identity
 
     def get_many(self, keys: Sequence[bytes]) -> list[Optional[bytes]]:
         return self._db.get_many(keys)
@@ -36,8 +46,15 @@ class ReadOnlyKeyValueStore(KeyValueReads):
         return self._db.approximate_num_entries()
 
     def refresh(self) -> None:
-        """Catch up with what the writer committed since the view was opened."""
-        self._db.catch_up()
+        """Catch up with what the writer committed since the view was opened; reopen if
+        the writer replaced its copy meanwhile (a dropped and restored store: a secondary
+        would keep following the deleted files)."""
+        identity = db_identity(self._path)
+        if identity is None or identity == self._identity:
+            self._db.catch_up()
+            return
+        self._db.close()
+        self._db, self._identity = self._open()
 
     def close(self) -> None:
         self._db.close()
@@ -53,9 +70,4 @@ class ReadOnlyKeyValueStore(KeyValueReads):
 def open_read_only_store(path: str | os.PathLike, timeout: float = 10.0) -> ReadOnlyKeyValueStore:
     """Open the store at ``path`` (``task_dir/<store>``) for reading. Raises
     FileNotFoundError if no store was ever committed there."""
-    scratch = tempfile.mkdtemp(prefix="streamlib-view-")
-    try:
-        return ReadOnlyKeyValueStore(RocksDB.open_secondary(path, scratch, timeout), scratch)
-    except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
+    return ReadOnlyKeyValueStore(path, timeout)

@@ -57,6 +57,16 @@ def _retry_open(open_db: Callable[[], Rdict], retryable: Callable[[Exception], b
             pause = min(pause * 2, 0.1)
 
 
+def db_identity(path: str | os.PathLike) -> Optional[bytes]:
+    """The unique id RocksDB gave the database at ``path`` when it was created (None if
+    there is none): tells a recreated database from the one opened earlier."""
+    try:
+        with open(os.path.join(path, "IDENTITY"), "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
 class RocksDB:
     """One RocksDB database (data + bookkeeping) opened for writing or as a secondary."""
 
