@@ -74,6 +74,8 @@ class RocksDB:
         self._db = db
         self.path = path
         self._closed = False
+        # Looked up once: get_column_family() per read costs milliseconds on a busy DB.
+        self._meta: Optional[Rdict] = db.get_column_family(META_CF)
 
     @classmethod
     def open(cls, path: str | os.PathLike, lock_timeout: float = 30.0) -> RocksDB:
@@ -121,7 +123,7 @@ class RocksDB:
         return self._db.property_int_value("rocksdb.estimate-num-keys") or 0
 
     def meta_get(self, key: bytes) -> Optional[bytes]:
-        return self._db.get_column_family(META_CF).get(key)
+        return self._meta.get(key)
 
     def write(self, data: Iterable[tuple[bytes, Optional[bytes]]],
               meta: Mapping[bytes, Optional[bytes]]) -> None:
@@ -149,4 +151,5 @@ class RocksDB:
         """Release the database (and its LOCK); closing twice is harmless."""
         if not self._closed:
             self._closed = True
+            self._meta = None  # a live column-family handle would keep the LOCK
             self._db.close()
