@@ -40,13 +40,19 @@ def run_on_local_cluster(script: str, executors: int = 2, timeout: float = 300) 
     ``local-cluster[executors,1,1024]`` and return its stdout; raise on failure.
 
     Each executor is its own JVM with its own Python workers and working directory,
-    so this catches state that only works inside one process.
+    so this catches state that only works inside one process. The script starts once
+    every executor has registered.
     """
     prelude = textwrap.dedent(f"""
         from streamlib.spark.session import get_or_create_session
         spark = get_or_create_session("local-cluster[{executors},1,1024]", "streamlib-cluster-test",
                                       {dict(TEST_CONF, **{"spark.executor.memory": "1g"})!r})
         spark.sparkContext.setLogLevel("ERROR")
+        import time as _time
+        _deadline = _time.time() + 120
+        while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() <= {executors}:
+            assert _time.time() < _deadline, "executors did not register"
+            _time.sleep(0.2)
     """)
     done = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(script)],
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)

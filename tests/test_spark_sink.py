@@ -117,9 +117,12 @@ def test_stream_stopped_mid_way_and_restarted_writes_every_record_exactly_once(s
 
     query = _start_copy(spark, log, checkpoint, limit=20)
     query.processAllAvailable()
+    log.append("in", 1, records_to_arrow([(b"live", b"tail", 1, ())] * 5))  # while it runs
+    query.processAllAvailable()
     query.stop()
     assert query.exception() is None
     assert sorted(topic_records(log, "out")) == _input_as_output(log)
+    assert sum(log.end_offsets("out").values()) == 95
 
 
 def test_rerun_of_an_uncommitted_batch_does_not_duplicate(spark, log, tmp_path):

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
+from spark_session import ROOT
 from streamlib.topics import open_backend, records_to_arrow
 
 
@@ -109,10 +111,19 @@ def test_bad_options_are_reported(spark, log):
         read(spark, log, "t", maxRecordsPerTrigger="0").collect()
 
 
-def test_batch_read_on_a_local_cluster_with_two_executors(local_cluster, log):
+def test_read_and_write_on_a_local_cluster_with_two_executors(local_cluster, log):
+    """Executors are separate JVMs in their own directories: the relative bootstrap
+    path must still resolve to the driver's log."""
     fill(log, "c", [300, 200, 0, 100])
+    log.create_topic("copy", partitions=3)
+    relative = os.path.relpath(log.url[len("local://"):], ROOT)
     out = local_cluster(f"""
-        df = spark.read.format("streamlib").option("bootstrap", {log.url!r}).option("topics", "c").load()
-        print(df.rdd.getNumPartitions(), df.count(), df.select("offset", "partition").distinct().count())
+        url = "local://./{relative}"
+        df = spark.read.format("streamlib").option("bootstrap", url).option("topics", "c").load()
+        df.select("key", "value").write.format("streamlib").option("bootstrap", url) \\
+            .option("topic", "copy").mode("append").save()
+        print(df.rdd.getNumPartitions(), len(set(df.rdd.map(lambda r: __import__("os").getpid()).collect())))
     """)
-    assert out.split()[-3:] == ["4", "600", "600"]
+    partitions, processes = map(int, out.split()[-2:])
+    assert (partitions, processes >= 2) == (4, True)  # read by both executors' Python workers
+    assert sum(log.end_offsets("copy").values()) == 600

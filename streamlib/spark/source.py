@@ -31,7 +31,7 @@ from streamlib.topics import DEFAULT_URL, TopicBackend, TopicNotFound, open_back
 #: ``{topic: {partition (as str): offset}}``
 Offsets = dict[str, dict[str, int]]
 #: Records fetched from the log per ``read_arrow`` call while reading a range.
-READ_CHUNK_RECORDS = 262_144
+READ_CHUNK_RECORDS = 65_536
 
 
 @dataclass(frozen=True)
