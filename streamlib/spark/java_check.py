@@ -68,7 +68,7 @@ def java_problem() -> Optional[str]:
     if version is None:
         return f"{prefix} `{java} -version` did not report a version; {_INSTALL_HINT}"
     if version < MIN_JAVA:
-        return f"{prefix} {java} is Java {version}; {_INSTALL_HINT} and put it first on PATH"
+        return f"{prefix} {java} is Java {version}; {_INSTALL_HINT} and point JAVA_HOME at it"
     return None
 
 
