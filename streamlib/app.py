@@ -1,6 +1,7 @@
 """``Streams``: the lifecycle of a running application (Kafka Streams' ``KafkaStreams``)."""
 from __future__ import annotations
 
+import ast
 import glob
 import json
 import logging
@@ -64,15 +65,26 @@ class Streams:
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
         """Start processing continuously, one micro-batch per ``commit_interval``."""
-        self._start(available_now=False)
+        self._start(trigger={"processingTime": f"{self.config.commit_interval_ms} milliseconds"})
 
     def process_available(self) -> None:
-        """Process everything available now, then return (Spark's ``availableNow``)."""
-        self._start(available_now=True)
+        """Process everything available now, then return (Spark's ``availableNow``; in
+        batches of at most ``max_records_per_batch`` records when that is set)."""
+        if not self.config.max_records_per_batch:
+            self._start(trigger={"availableNow": True})
+            try:
+                self._query.awaitTermination()
+            finally:
+                self._query = None
+            return
+        # Spark runs a source without admission control to one fixed end offset under
+        # availableNow, so the limit would end the run after one batch: run back-to-back
+        # batches until a trigger finds nothing new.
+        self._start(trigger={"processingTime": "0 seconds"})
         try:
-            self._query.awaitTermination()
+            self._query.processAllAvailable()
         finally:
-            self._query = None
+            self.stop()
 
     def await_termination(self, timeout: Optional[float] = None) -> bool:
         """Wait until the query stops (or ``timeout`` seconds); re-raises its failure."""
@@ -105,14 +117,16 @@ class Streams:
     def is_running(self) -> bool:
         return self._query is not None and self._query.isActive
 
-    def _start(self, available_now: bool) -> None:
+    def _start(self, trigger: dict) -> None:
         from .spark.compiler import BatchPlan
+        from .spark.shipping import ship_user_modules
         from .spark.source import BackendSpec
 
         if self._query is not None:
             raise RuntimeError("the application is already running")
         backend_spec = BackendSpec.from_options(self._source_options())
         partitions = self._prepare_topics(backend_spec.open())
+        ship_user_modules(self.topology)
         self._plan = BatchPlan(self.spark, self.topology, self.config, backend_spec, partitions)
         reader = self.spark.readStream.format("streamlib")
         for key, value in self._source_options().items():
@@ -120,23 +134,26 @@ class Streams:
         writer = (reader.load().writeStream
                   .queryName(self.config.application_id)
                   .option("checkpointLocation", self.config.resolved_checkpoint_location())
-                  .foreachBatch(self._run_batch))
-        if available_now:
-            writer = writer.trigger(availableNow=True)
-        else:
-            writer = writer.trigger(processingTime=f"{self.config.commit_interval_ms} milliseconds")
+                  .foreachBatch(self._run_batch)
+                  .trigger(**trigger))
         self._query = writer.start()
 
-    def _source_options(self) -> dict[str, str]:
-        config = {}
+    def _backend_config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {}
         if self.config.producer_config:
             config["producer_config"] = self.config.producer_config
         if self.config.consumer_config:
             config["consumer_config"] = self.config.consumer_config
         if self.config.processing_guarantee != "at_least_once":
             config["processing_guarantee"] = self.config.processing_guarantee
-        return {"bootstrap": self.config.bootstrap, "topics": ",".join(self.topology.source_topics()),
-                "backendConfig": json.dumps(config, sort_keys=True)}
+        return config
+
+    def _source_options(self) -> dict[str, str]:
+        options = {"bootstrap": self.config.bootstrap, "topics": ",".join(self.topology.source_topics()),
+                   "backendConfig": json.dumps(self._backend_config(), sort_keys=True)}
+        if self.config.max_records_per_batch:
+            options["maxRecordsPerTrigger"] = str(self.config.max_records_per_batch)
+        return options
 
     def _prepare_topics(self, backend: Any) -> int:
         """Check the source topics, create missing sink topics; return the partition
@@ -214,14 +231,12 @@ class Streams:
         return result
 
     def _lag(self) -> dict[str, dict[int, int]]:
-        progress = self._query.lastProgress if self._query is not None else None
-        if not progress or not progress.get("sources"):
+        done = committed_offsets(self._query.lastProgress if self._query is not None else None)
+        if not done:
             return {}
-        end = progress["sources"][0].get("endOffset")
-        committed = json.loads(end) if isinstance(end, str) else (end or {})
-        backend = open_backend(self.config.bootstrap)
-        return {topic: {int(p): backend.end_offsets(topic)[int(p)] - off for p, off in parts.items()}
-                for topic, parts in committed.items()}
+        backend = open_backend(self.config.bootstrap, **self._backend_config())
+        return {topic: {p: backend.end_offsets(topic)[p] - off for p, off in parts.items()}
+                for topic, parts in done.items()}
 
     def explain(self) -> str:
         """The Spark plan (logical and physical) of the last micro-batch that ran."""
@@ -235,6 +250,16 @@ class Streams:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def committed_offsets(progress: Optional[dict]) -> dict[str, dict[int, int]]:
+    """The source end offsets of the last batch in a query progress report."""
+    if not progress or not progress.get("sources"):
+        return {}
+    end = progress["sources"][0].get("endOffset")
+    # Python sources report their offsets as the repr of a dict, not as JSON.
+    offsets = ast.literal_eval(end) if isinstance(end, str) else (end or {})
+    return {topic: {int(p): off for p, off in parts.items()} for topic, parts in offsets.items()}
 
 
 def _spark_type(serde: Any) -> str:

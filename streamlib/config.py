@@ -38,6 +38,8 @@ class StreamsConfig:
     deserialization_exception_handler: str = "fail"
     producer_config: dict = field(default_factory=dict)
     consumer_config: dict = field(default_factory=dict)
+    #: at most this many input records per micro-batch (``None``: all available)
+    max_records_per_batch: Optional[int] = None
 
     def __post_init__(self) -> None:
         if not self.application_id or "/" in self.application_id:
@@ -46,6 +48,8 @@ class StreamsConfig:
             raise ValueError(f"processing_guarantee must be one of {PROCESSING_GUARANTEES}")
         if self.deserialization_exception_handler not in DESERIALIZATION_HANDLERS:
             raise ValueError(f"deserialization_exception_handler must be one of {DESERIALIZATION_HANDLERS}")
+        if self.max_records_per_batch is not None and self.max_records_per_batch < 1:
+            raise ValueError("max_records_per_batch must be >= 1")
         if self.num_partitions is not None and self.num_partitions < 1:
             raise ValueError("num_partitions must be >= 1")
         self.commit_interval_ms = to_millis(self.commit_interval, "commit_interval")

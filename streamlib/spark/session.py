@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Mapping, Optional
 
 from pyspark.sql import SparkSession
@@ -53,6 +54,11 @@ def get_or_create_session(master: Optional[str] = None, app_name: str = "streaml
         if not submitted:
             require_java()
         settings = {} if submitted else {"spark.master": "local[2]", **LOCAL_DEFAULTS}
+        if not submitted:
+            # Python workers (UDFs and data source planners alike) must run this
+            # interpreter, the one with streamlib installed, not the first `python3`
+            # on PATH; the JVM and its workers inherit the environment.
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         settings.update(conf or {})
         if master is not None:
             settings["spark.master"] = master
