@@ -77,7 +77,13 @@ class Processor:
 
     def forward(self, record: Record) -> None:
         for child in self.children:
-            self.forward_to(child, record)
+            # forward_to inlined: this is the per-record hot path
+            try:
+                child.process(record)
+            except ProcessingError:
+                raise
+            except Exception as exc:
+                raise ProcessingError(f"{type(exc).__name__}: {exc}", record, child.name) from exc
 
     def forward_to(self, child: "Processor", record: Record) -> None:
         try:

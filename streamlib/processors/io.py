@@ -6,6 +6,9 @@ import logging
 import struct
 from typing import Optional
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from ..serdes import Serde
 from .base import Processor, ProcessingError
 from .record import Change, Record, decode_change, encode_change
@@ -51,6 +54,26 @@ class SourceProcessor(Processor):
 
     def process(self, record: Record) -> None:
         self.forward(record)
+
+    def batch_child(self) -> Optional[Processor]:
+        """The one child that can take this source's rows as a whole table, if any:
+        a batch-counting aggregation behind a repartition (whose bytes streamlib wrote
+        itself with the same key serde, so they need no per-record decoding)."""
+        if (not self.node.params.get("internal") or self.changes or self.extractor is not None
+                or len(self.children) != 1):
+            return None
+        child = self.children[0]
+        counts = getattr(child, "counts_batches", None)
+        if counts is None or not counts() or child.store.key_serde != self.key_serde:
+            return None
+        return child
+
+    def receive_table(self, rows: pa.Table, topic: str) -> None:
+        """Count the rows in and advance stream time, for a batch child's table."""
+        self.context.count("records_in", rows.num_rows)
+        newest = pc.max(rows.column("timestamp")).as_py()
+        if newest is not None and newest > self.context.stream_time:
+            self.context.stream_time = newest
 
     def _bad_record(self, topic, partition, offset, timestamp, key, value, headers, exc) -> None:
         where = f"topic {topic!r} partition {partition} offset {offset}"
@@ -99,5 +122,4 @@ class SinkProcessor(Processor):
         partition = None
         if self.partitioner is not None:
             partition = self.partitioner(record.key, record.value, self.context.topic_partitions(self.topic))
-        self.context.emit(self.topic, partition, record.timestamp, key, value, record.headers)
-        self.context.count("records_out")
+        self.context.output.append((self.topic, partition, record.timestamp, key, value, record.headers))

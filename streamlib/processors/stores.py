@@ -36,13 +36,22 @@ class TimestampedKeyValueStore:
         cached = self._cache.get(kb, _MISSING)
         if cached is not _MISSING:
             return cached
-        raw = self.store.get(kb)
-        entry = None
-        if raw is not None:
-            value, ts = decode_timestamped(raw)
-            entry = (self.value_serde.deserialize(value), ts)
-        self._cache[kb] = entry
+        entry = self._cache[kb] = self._decode(self.store.get(kb))
         return entry
+
+    def get_many_by_bytes(self, kbs: list[bytes]) -> list[Optional[tuple[Any, int]]]:
+        """Entries of many keys with one multi-get for those not read in this batch yet."""
+        missing = [kb for kb in kbs if kb not in self._cache]
+        if missing:
+            for kb, raw in zip(missing, self.store.get_many(missing)):
+                self._cache[kb] = self._decode(raw)
+        return [self._cache[kb] for kb in kbs]
+
+    def _decode(self, raw: Optional[bytes]) -> Optional[tuple[Any, int]]:
+        if raw is None:
+            return None
+        value, ts = decode_timestamped(raw)
+        return self.value_serde.deserialize(value), ts
 
     def put_by_bytes(self, kb: bytes, value: Any, timestamp: int) -> None:
         self._cache[kb] = None if value is None else (value, timestamp)

@@ -5,6 +5,7 @@ import struct
 from typing import Any, Callable, Optional
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..config import StreamsConfig
 from ..processors import Processor, ProcessorContext, SourceProcessor, TimestampedKeyValueStore, \
@@ -38,6 +39,8 @@ class Task:
             for topic in proc.node.params["topics"]}
         self._stores: Any = None
         self._views: list[TimestampedKeyValueStore] = []
+        #: (topic, source, child) when the child takes the source's rows as one table
+        self._batch_child: Optional[tuple] = None
 
     # -- stores --------------------------------------------------------------------------
     def store_specs(self) -> list[StoreSpec]:
@@ -73,6 +76,12 @@ class Task:
                 self.context.stream_time = _LONG.unpack(saved)[0]
         for proc in self.processors.values():
             proc.init()
+        self._batch_child = None
+        if len(self.sources) == 1:
+            (topic, source), = self.sources.items()
+            child = source.batch_child()
+            if child is not None:
+                self._batch_child = (topic, source, child)
 
     def process(self, topic: str, partition: int, offset: int, timestamp: int,
                 key: Optional[bytes], value: Optional[bytes], headers: tuple = ()) -> None:
@@ -85,9 +94,16 @@ class Task:
         if table.num_rows == 0:
             return
         table = table.take(processing_order(table))
+        if self._batch_child is not None:
+            topic, source, child = self._batch_child
+            source.receive_table(table, topic)
+            child.count_table(table, topic)
+            return
         columns = [table.column(c).to_pylist() for c in
                    ("topic", "partition", "offset", "timestamp", "key", "value")]
-        headers = table.column("headers").to_pylist() if "headers" in table.column_names else None
+        headers = None
+        if "headers" in table.column_names and pc.sum(pc.list_value_length(table.column("headers"))).as_py():
+            headers = table.column("headers").to_pylist()
         sources = self.sources
         for i, (topic, partition, offset, timestamp, key, value) in enumerate(zip(*columns)):
             hdrs = headers[i] if headers is not None else None
@@ -107,6 +123,7 @@ class Task:
     def take_output(self) -> list[tuple]:
         """Rows emitted since the last call: (topic, partition, timestamp, key, value, headers)."""
         output, self.context.output = self.context.output, []
+        self.context.count("records_out", len(output))
         return output
 
     @property

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+import numpy as np
 import pyarrow as pa
 from pyspark import TaskContext
 
@@ -94,11 +95,17 @@ def output_table(output: list[tuple], partition: int, internal_topics: frozenset
             partitions[i] = partition
     return pa.Table.from_arrays(
         [pa.array(topics, pa.string()), pa.array(partitions, pa.int32()),
-         pa.array(range(len(topics)), pa.int64()), pa.array(timestamps, pa.int64()),
-         pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
-         pa.array([[{"key": k, "value": v} for k, v in h] for h in headers],
-                  STAGE_SCHEMA.field("headers").type)],
+         pa.array(np.arange(len(topics), dtype=np.int64)), pa.array(timestamps, pa.int64()),
+         pa.array(keys, pa.binary()), pa.array(values, pa.binary()), _headers_array(headers)],
         schema=STAGE_SCHEMA)
+
+
+def _headers_array(headers: list[tuple]) -> pa.Array:
+    header_type = STAGE_SCHEMA.field("headers").type
+    if not any(headers):  # the common case: no headers at all, built without Python lists
+        return pa.ListArray.from_arrays(pa.array(np.zeros(len(headers) + 1, dtype=np.int32)),
+                                        pa.array([], header_type.value_type))
+    return pa.array([[{"key": k, "value": v} for k, v in h] for h in headers], header_type)
 
 
 def merge_metrics(total: dict, update: dict) -> dict:
