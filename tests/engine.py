@@ -44,22 +44,24 @@ class Workspace:
         base = StreamsConfig(application_id="app", bootstrap=self.bootstrap, state_dir=self.state_dir)
         return replace(base, **overrides)
 
-    def produce(self, topic: str, records, partitions: int = 1) -> None:
-        """``records``: iterable of (key str|None, value str|None[, timestamp])."""
+    def produce(self, topic: str, records, partitions: int = 1, key_serde=Serdes.string(),
+                value_serde=Serdes.string()) -> None:
+        """``records``: iterable of (key, value[, timestamp]), strings unless serdes say otherwise."""
         self.backend.create_topic(topic, partitions=partitions, exist_ok=True)
-        string = Serdes.string()
         for record in records:
             key, value, *ts = record
-            self.backend.produce(topic, key=string.serialize(key), value=string.serialize(value),
+            self.backend.produce(topic, key=key_serde.serialize(key), value=value_serde.serialize(value),
                                  timestamp=ts[0] if ts else None)
         self.backend.flush()
 
-    def read(self, topic: str, key_serde=Serdes.string(), value_serde=Serdes.string()) -> list:
-        """Every record of ``topic`` as (key, value, timestamp), partition by partition."""
+    def read(self, topic: str, key_serde=Serdes.string(), value_serde=Serdes.string(),
+             with_partition: bool = False) -> list:
+        """Every record of ``topic`` as (key, value, timestamp[, partition]), partition by partition."""
         out = []
         for partition, end in sorted(self.backend.end_offsets(topic).items()):
             for r in self.backend.read(topic, partition, 0, end):
-                out.append((key_serde.deserialize(r.key), value_serde.deserialize(r.value), r.timestamp))
+                row = (key_serde.deserialize(r.key), value_serde.deserialize(r.value), r.timestamp)
+                out.append(row + (partition,) if with_partition else row)
         return out
 
     def run(self, spark, topology, **overrides) -> Streams:

@@ -1,0 +1,115 @@
+"""Write-once tests: run one topology under the ``TopologyTestDriver`` and through
+Spark on the embedded local log, and collect what each engine left behind (store
+contents, records per output topic, metrics) in the same shape, so a test states
+its inputs once and asserts that the engines agree."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from streamlib import Serde, Serdes, StreamsConfig, Topology, TopologyTestDriver
+from engine import Workspace
+
+STRING = Serdes.string()
+
+
+@dataclass(frozen=True)
+class Input:
+    """Records for one input topic: (key, value, timestamp) in produce order."""
+
+    topic: str
+    records: list[tuple]
+    partitions: int = 1
+    key_serde: Serde = STRING
+    value_serde: Serde = STRING
+
+
+@dataclass
+class Outcome:
+    """What one engine produced: ``stores[name] = {key: value}``, ``outputs[topic] =
+    [(key, value, timestamp, partition)]`` (per partition in offset order), metrics."""
+
+    stores: dict[str, dict]
+    outputs: dict[str, list[tuple]]
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def per_key(self, topic: str) -> dict[Any, list[tuple]]:
+        """Each key's updates (value, timestamp) in the order they were written."""
+        sequences: dict[Any, list[tuple]] = {}
+        for key, value, timestamp, _ in self.outputs[topic]:
+            sequences.setdefault(key, []).append((value, timestamp))
+        return sequences
+
+    def final(self, topic: str) -> dict[Any, Any]:
+        """The output topic read as a compacted table: the latest value per key, a
+        tombstone removing the key (a key never written and a deleted key look alike).
+        Timestamps are left out: with caching, a commit that moves a row back and forth
+        emits nothing for the group it left and came back to (Kafka's record cache)."""
+        table = {key: updates[-1][0] for key, updates in self.per_key(topic).items()}
+        return {key: value for key, value in table.items() if value is not None}
+
+
+#: output topic -> (key serde, value serde)
+Outputs = dict[str, tuple[Serde, Serde]]
+
+
+def in_time_order(inputs: list[Input]) -> list[tuple[Input, tuple]]:
+    """Every input record with its topic, by timestamp (stable): the order a Spark
+    task picks heads in when each partition's timestamps increase."""
+    tagged = [(inp, record) for inp in inputs for record in inp.records]
+    return sorted(tagged, key=lambda pair: pair[1][2])
+
+
+def run_driver(topology: Topology, inputs: list[Input], outputs: Outputs,
+               config: StreamsConfig) -> Outcome:
+    """Pipe the inputs (in timestamp order) through the test driver."""
+    with TopologyTestDriver(topology, config) as driver:
+        topics = {inp.topic: driver.create_input_topic(inp.topic, inp.key_serde, inp.value_serde)
+                  for inp in inputs}
+        for inp, (key, value, timestamp) in in_time_order(inputs):
+            topics[inp.topic].pipe_input(key, value, timestamp)
+        stores = {name: dict(driver.get_key_value_store(name).all()) for name in topology.stores
+                  if topology.stores[name].queryable}
+        written = {topic: [(r.key, r.value, r.timestamp, 0) for r in
+                           driver.create_output_topic(topic, *serdes).read_records_to_list()]
+                   for topic, serdes in outputs.items()}
+        return Outcome(stores, written, driver.metrics())
+
+
+def run_spark(spark: Any, workspace: Workspace, topology: Topology, inputs: list[Input],
+              outputs: Outputs, **config: Any) -> Outcome:
+    """Produce the inputs to the workspace's local log and process them with Spark."""
+    for inp in inputs:
+        workspace.produce(inp.topic, inp.records, inp.partitions, inp.key_serde, inp.value_serde)
+    app = workspace.run(spark, topology, **config)
+    try:
+        stores = {name: dict(app.store(name).all()) for name in topology.stores
+                  if topology.stores[name].queryable}
+        written = {topic: workspace.read(topic, *serdes, with_partition=True)
+                   for topic, serdes in outputs.items()}
+        return Outcome(stores, written, app.metrics())
+    finally:
+        app.stop()
+
+
+def run_both(spark: Any, root: Path, build: Callable[[], Topology], inputs: list[Input],
+             outputs: Outputs, **config: Any) -> tuple[Outcome, Outcome]:
+    """The driver's outcome and Spark's for the same topology, inputs and config."""
+    workspace = Workspace(root)
+    driver = run_driver(build(), inputs, outputs, workspace.config(**config))
+    return driver, run_spark(spark, workspace, build(), inputs, outputs, **config)
+
+
+def assert_engines_agree(driver: Outcome, spark: Outcome, outputs: Optional[Outputs] = None,
+                         every_update: bool = False) -> None:
+    """Same final stores and same final output tables; with ``every_update`` (no
+    caching) also the same sequence of updates per key on every output topic."""
+    assert spark.stores.keys() == driver.stores.keys()
+    for name, content in driver.stores.items():
+        assert spark.stores[name] == content, name
+    for topic in outputs or driver.outputs:
+        final = spark.final(topic)
+        assert final == driver.final(topic), f"{topic}: Spark {final} != driver {driver.final(topic)}"
+        if every_update:
+            assert spark.per_key(topic) == driver.per_key(topic), topic
