@@ -156,7 +156,8 @@ class Streams:
         return options
 
     def _prepare_topics(self, backend: Any) -> int:
-        """Check the source topics, create missing sink topics; return the partition
+        """Check the source topics (they exist, co-partitioned where a stateful step reads
+        several), create missing sink topics; return the partition
         count of the inputs (the default number of tasks per stateful stage)."""
         counts = {}
         for topic in self.topology.source_topics():
@@ -165,6 +166,7 @@ class Streams:
             except TopicNotFound:
                 raise TopologyError(f"source topic {topic!r} does not exist; create it first "
                                     f"(python -m streamlib topics create {topic})") from None
+        self.topology.check_copartitioned(counts)
         partitions = max(counts.values(), default=1)
         outputs = list(self.topology.sink_topics())
         if self.config.deserialization_exception_handler == "dead_letter":

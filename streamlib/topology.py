@@ -8,7 +8,7 @@ would write to a repartition topic (under Spark: a shuffle).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Mapping, Optional
 
 #: Node kinds that read records from a topic (external or a repartition).
 SOURCE_KINDS = ("source",)
@@ -163,6 +163,21 @@ class Topology:
         return self.describe()
 
     # -- checks ------------------------------------------------------------------------
+    def check_copartitioned(self, partitions: Mapping[str, int]) -> None:
+        """Raise unless every stateful sub-topology reads source topics with one partition
+        count: task ``i`` reads partition ``i`` of each, so a key must land on the same
+        partition number in all of them (Kafka Streams' co-partitioning rule).
+        ``partitions`` maps each source topic to its partition count."""
+        for sub in self.subtopologies:
+            counts = {topic: partitions[topic] for topic in sub.source_topics}
+            if not sub.stateful or len(set(counts.values())) <= 1:
+                continue
+            node = next(name for name in sub.nodes if self.nodes[name].stores)
+            listed = ", ".join(f"{topic!r} ({n} partitions)" for topic, n in counts.items())
+            raise TopologyError(
+                f"{node}: its input topics are not co-partitioned: {listed}; give them the same "
+                "number of partitions, or repartition() the stream before this step")
+
     def _validate(self) -> None:
         for node in self.nodes.values():
             for parent in node.parents:

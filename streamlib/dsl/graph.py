@@ -29,10 +29,13 @@ class GraphBuilder:
         self.nodes[node_name] = Node(node_name, kind, list(parents), params, stores)
         return node_name
 
-    def add_store(self, store: StoreDef, user_named: bool) -> None:
+    def add_store(self, store: StoreDef, user_named: bool, step: str) -> None:
+        """Register the store of a new ``step`` (a node prefix); names are unique."""
         if store.name in self.stores:
             what = "store name" if user_named else "internal store"
-            raise TopologyError(f"{what} {store.name!r} is used twice; store names must be unique")
+            owner = next(n.name for n in self.nodes.values() if store.name in n.stores)
+            raise TopologyError(f"{what} {store.name!r} of a new {step} step is already the store of "
+                                f"{owner}; store names must be unique")
         self.stores[store.name] = store
 
     def internal_store_name(self, prefix: str) -> str:
