@@ -110,8 +110,7 @@ class Streams:
         if self._query is not None:
             raise RuntimeError("cleanup() while the application is running; stop() it first")
         self.stop()
-        shutil.rmtree(os.path.join(os.path.abspath(self.config.state_dir), self.config.application_id),
-                      ignore_errors=True)
+        shutil.rmtree(self.config.application_state_dir, ignore_errors=True)
 
     @property
     def is_running(self) -> bool:
@@ -194,7 +193,7 @@ class Streams:
         if name not in self._views:
             store = self.topology.stores[name]
             sub = next(s for s in self.topology.subtopologies if name in s.stores)
-            root = os.path.join(os.path.abspath(self.config.state_dir), self.config.application_id)
+            root = self.config.application_state_dir
 
             def paths() -> list[str]:
                 return sorted(glob.glob(os.path.join(root, f"{sub.id}_*", name)))

@@ -1,7 +1,8 @@
-"""``python -m streamlib``: topic admin, produce from stdin, consume to stdout.
+"""``python -m streamlib``: topic admin, produce from stdin, consume to stdout, describe, reset.
 
 Each subcommand is a ``_add_<name>(subparsers)`` that registers its arguments and
-handler, so new commands (``describe app.py``, ``reset``) plug in beside these.
+handler; ``describe app.py`` prints an application's topology and ``reset`` makes
+its next run start over.
 Errors print one line, ``streamlib: error: ...``, and exit with 1 (2 for usage).
 """
 from __future__ import annotations
@@ -11,6 +12,9 @@ import sys
 import time
 from typing import Callable, Optional, Sequence
 
+from .app_file import AppFileError, load_topologies
+from .config import StreamsConfig
+from .reset import reset_application
 from .serdes import SerializationError, Serde, serde_by_name
 from .topics import DEFAULT_URL, TopicBackend, TopicsError, open_backend
 
@@ -211,9 +215,54 @@ def _add_consume(subparsers) -> None:
     consume.set_defaults(run=_with_backend(_consume))
 
 
+# ---- describe / reset ------------------------------------------------------------
+
+def _describe(args: argparse.Namespace) -> None:
+    try:
+        topologies = load_topologies(args.app)
+    except AppFileError as exc:
+        raise CliError(str(exc)) from None
+    for name, topology in topologies.items():
+        if len(topologies) > 1:
+            print(f"# {name}")
+        print(topology.describe(args.application_id), end="")
+
+
+def _add_describe(subparsers) -> None:
+    describe = subparsers.add_parser("describe", help="print the topology an application file defines")
+    describe.add_argument("app", metavar="APP.py",
+                          help="imported without running its __main__ block; a module-level Topology or "
+                               "StreamsBuilder, or a build_topology()/topology() function")
+    describe.add_argument("--application-id", default=None,
+                          help="name internal topics as this application would")
+    describe.set_defaults(run=_describe)
+
+
+def _reset(backend: TopicBackend, args: argparse.Namespace) -> None:
+    config = StreamsConfig(application_id=args.application_id, bootstrap=args.bootstrap,
+                           state_dir=args.state_dir, checkpoint_location=args.checkpoint_location)
+    done = reset_application(backend, config, include_dlq=args.include_dlq)
+    for line in done or [f"nothing to reset for application {args.application_id}"]:
+        print(line)
+
+
+def _add_reset(subparsers) -> None:
+    reset = subparsers.add_parser(
+        "reset", help="delete an application's internal topics, checkpoint and local state, "
+                      "so its next run reprocesses its input from the beginning")
+    reset.add_argument("--application-id", required=True)
+    reset.add_argument("--state-dir", default=StreamsConfig.state_dir)
+    reset.add_argument("--checkpoint-location", default=None,
+                       help="default: where the application keeps it (beside the topics for local://)")
+    reset.add_argument("--include-dlq", action="store_true",
+                       help="also delete the dead letter topic <application-id>-dlq")
+    _common(reset)
+    reset.set_defaults(run=_with_backend(_reset))
+
+
 # ---- entry point ---------------------------------------------------------------
 
-COMMANDS: list[Callable] = [_add_topics, _add_produce, _add_consume]
+COMMANDS: list[Callable] = [_add_topics, _add_produce, _add_consume, _add_describe, _add_reset]
 
 
 def build_parser() -> argparse.ArgumentParser:

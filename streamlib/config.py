@@ -65,8 +65,13 @@ class StreamsConfig:
     def dead_letter_topic(self) -> str:
         return f"{self.application_id}-dlq"
 
+    @property
+    def application_state_dir(self) -> str:
+        """This application's local, rebuildable state (every task's store copies)."""
+        return os.path.join(os.path.abspath(self.state_dir), self.application_id)
+
     def task_state_dir(self, task_id: str) -> str:
-        return os.path.join(os.path.abspath(self.state_dir), self.application_id, task_id)
+        return os.path.join(self.application_state_dir, task_id)
 
     def resolved_checkpoint_location(self) -> str:
         """Where the Spark checkpoint (the application's progress) lives: beside the topics."""

@@ -8,8 +8,12 @@ import uuid
 
 import pytest
 
+from engine import Workspace, latest_per_key, python_count, wordcount_topology
 from kafka_broker import TANSU_PRODUCER_CONFIG
+from streamlib import Serdes
 from streamlib.cli import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TANSU_ARGS = [a for k, v in TANSU_PRODUCER_CONFIG.items() for a in ("--producer-config", f"{k}={str(v).lower()}")]
 
@@ -17,7 +21,7 @@ TANSU_ARGS = [a for k, v in TANSU_PRODUCER_CONFIG.items() for a in ("--producer-
 def streamlib(*args, stdin=""):
     return subprocess.run([sys.executable, "-m", "streamlib", *args], input=stdin, capture_output=True,
                           text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(__file__))})
+                          env={**os.environ, "PYTHONPATH": ROOT})
 
 
 def run(capsys, *args):
@@ -86,3 +90,77 @@ def test_usage_errors_exit_2_and_bad_input_exits_1(tmp_path, capsys, monkeypatch
     monkeypatch.setattr(sys, "stdin", io.StringIO("ten\n"))
     _assert_one_line_error(*run(capsys, "produce", "--topic", "n", "--value-serde", "long", url),
                            "cannot read 'ten' as long()")
+
+
+# ---- describe ------------------------------------------------------------------
+
+APP_WITH_MAIN = '''
+from streamlib import Materialized, StreamsBuilder
+
+builder = StreamsBuilder()
+builder.stream("in").group_by_key().count(materialized=Materialized.as_("per-key")).to_stream().to("out")
+
+if __name__ == "__main__":
+    raise SystemExit("the __main__ block must not run")
+'''
+
+
+def test_describe_prints_the_topology_of_an_example_and_of_a_module_level_builder(tmp_path):
+    result = streamlib("describe", os.path.join(ROOT, "examples", "wordcount", "wordcount.py"),
+                       "--application-id", "wc")
+    assert result.returncode == 0, result.stderr
+    assert "Sub-topology: 1" in result.stdout
+    assert "Changelog: wc-counts-changelog (store: counts)" in result.stdout
+    app = tmp_path / "app.py"
+    app.write_text(APP_WITH_MAIN)
+    result = streamlib("describe", str(app))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Topologies:\n") and "(stores: [per-key])" in result.stdout
+
+
+def test_describe_errors_are_one_line(tmp_path):
+    empty, broken, bad_function = tmp_path / "empty.py", tmp_path / "broken.py", tmp_path / "bad.py"
+    empty.write_text("X = 1\n")
+    broken.write_text("import no_such_module_here\n")
+    bad_function.write_text("def build_topology():\n    return 42\n")
+    for args, fragment in [
+        ([str(tmp_path / "missing.py")], "no such file"),
+        ([str(empty)], "defines no Topology or StreamsBuilder"),
+        ([str(broken)], "ModuleNotFoundError"),
+        ([str(bad_function)], "build_topology() returned int"),
+    ]:
+        result = streamlib("describe", *args)
+        _assert_one_line_error(result.returncode, result.stdout, result.stderr, fragment)
+
+
+# ---- reset ---------------------------------------------------------------------
+
+def test_reset_deletes_internal_topics_checkpoint_and_state_so_the_next_run_starts_over(spark, tmp_path, capsys):
+    workspace = Workspace(tmp_path)
+    lines = ["a b a", "b c"]
+    workspace.produce("lines", [(None, line) for line in lines])
+    workspace.run(spark, wordcount_topology()).stop()
+    for topic in ("app-dlq", "app-by-x-repartition", "other-app-counts-changelog"):
+        workspace.backend.create_topic(topic)
+    url = f"--bootstrap={workspace.bootstrap}"
+
+    result = streamlib("reset", "--application-id", "app", url, "--state-dir", workspace.state_dir)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "deleted topic app-by-x-repartition", "deleted topic app-counts-changelog",
+        f"deleted checkpoint {workspace.config().resolved_checkpoint_location()}",
+        f"deleted local state {workspace.config().application_state_dir}"]
+    assert set(workspace.backend.list_topics()) >= {"lines", "counts-out", "app-dlq", "other-app-counts-changelog"}
+
+    app = workspace.run(spark, wordcount_topology())
+    expected = dict(python_count(lines))
+    assert dict(app.store("counts").all()) == expected  # counted once more from offset 0, from empty state
+    assert app.metrics()["restored_records"] == 0
+    app.stop()
+    output = workspace.read("counts-out", value_serde=Serdes.long())
+    assert latest_per_key(output) == expected and len(output) == 2 * len(expected)  # both runs wrote
+
+    code, out, _ = run(capsys, "reset", "--application-id", "app", url, "--state-dir", workspace.state_dir,
+                       "--include-dlq")
+    assert code == 0 and "deleted topic app-dlq" in out.splitlines()
+    assert "app-dlq" not in workspace.backend.list_topics()
