@@ -29,12 +29,21 @@ def split_words(line: str) -> list[str]:
     return [word for word in WORD_SPLIT.split(line.lower()) if word]
 
 
-def build_topology():
+def build_topology(columns: bool = False):
+    """WordCountDemo; with ``columns`` the split runs as Spark Column expressions in
+    the JVM (Spark only), otherwise as Python functions (also in TopologyTestDriver)."""
     builder = StreamsBuilder()
     lines = builder.stream(INPUT_TOPIC, consumed=Consumed.with_(Serdes.string(), Serdes.string()))
-    counts = (lines.flat_map_values(split_words)
-              .group_by(lambda key, word: word)
-              .count(materialized=Materialized.as_("counts")))
+    if columns:
+        from pyspark.sql import functions as F
+
+        words = (lines.flat_map_values(F.split(F.lower(F.col("value")), r"\W+"))
+                 .filter(F.col("value") != "")
+                 .select_key(F.col("value"))
+                 .group_by_key())
+    else:
+        words = lines.flat_map_values(split_words).group_by(lambda key, word: word)
+    counts = words.count(materialized=Materialized.as_("counts"))
     counts.to_stream().to(OUTPUT_TOPIC, produced=Produced.with_(Serdes.string(), Serdes.long()))
     return builder.build()
 
@@ -61,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=4, help="partitions of a new input topic")
     parser.add_argument("--follow", action="store_true", help="keep running as a continuous query")
     parser.add_argument("--top", type=int, default=10, help="how many top words to print")
+    parser.add_argument("--columns", action="store_true",
+                        help="split lines with Spark Column expressions (in the JVM)")
     args = parser.parse_args(argv)
 
     if args.input:
@@ -68,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"produced {produced} lines from {args.input} to {INPUT_TOPIC}")
     config = StreamsConfig(application_id="streams-wordcount", bootstrap=args.bootstrap,
                            state_dir=args.state_dir)
-    app = Streams(build_topology(), config)
+    app = Streams(build_topology(args.columns), config)
     if args.follow:
         app.start()
         print("wordcount is running; Ctrl-C to stop")

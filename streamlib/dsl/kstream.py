@@ -9,6 +9,12 @@ from .graph import GraphBuilder
 from .options import Grouped, Materialized, Produced, Repartitioned
 
 
+def is_column(obj: Any) -> bool:
+    """Whether ``obj`` is a pyspark ``Column`` (checked by name: the DSL imports no Spark)."""
+    cls = type(obj)
+    return cls.__name__ == "Column" and cls.__module__.startswith("pyspark")
+
+
 class KStream:
     """A record stream; every method adds a node to the builder's graph and returns
     the stream (or table) downstream of it. Nothing runs until the topology starts.
@@ -37,14 +43,26 @@ class KStream:
                        None if value_changed else self.value_serde,
                        self._repartition_required or key_changed)
 
+    def _column(self, prefix: str, op: str, expr: Any, name: Optional[str], *,
+                key_changed: bool = False, value_changed: bool = True, negate: bool = False) -> "KStream":
+        """A step written as a Spark ``Column`` over ``key``/``value``: runs in the JVM."""
+        return self._then(prefix, "column", key_changed=key_changed, value_changed=value_changed,
+                          name=name, op=op, column=expr, negate=negate)
+
     # -- stateless ------------------------------------------------------------------------
     def filter(self, predicate: Callable[[Any, Any], bool], name: Optional[str] = None) -> "KStream":
-        """Keep records for which ``predicate(key, value)`` is true."""
+        """Keep records for which ``predicate(key, value)`` is true (or, given a Spark
+        ``Column`` over ``key``/``value``, for which it is true in the JVM)."""
+        if is_column(predicate):
+            return self._column("KSTREAM-FILTER", "filter", predicate, name, value_changed=False)
         return self._then("KSTREAM-FILTER", "filter", value_changed=False, name=name,
                           predicate=predicate, negate=False)
 
     def filter_not(self, predicate: Callable[[Any, Any], bool], name: Optional[str] = None) -> "KStream":
-        """Drop records for which ``predicate(key, value)`` is true."""
+        """Drop records for which ``predicate(key, value)`` is true (or a ``Column`` is)."""
+        if is_column(predicate):
+            return self._column("KSTREAM-FILTER", "filter", predicate, name, value_changed=False,
+                                negate=True)
         return self._then("KSTREAM-FILTER", "filter", value_changed=False, name=name,
                           predicate=predicate, negate=True)
 
@@ -53,7 +71,9 @@ class KStream:
         return self._then("KSTREAM-MAP", "map", key_changed=True, name=name, mapper=mapper)
 
     def map_values(self, mapper: Callable[[Any], Any], name: Optional[str] = None) -> "KStream":
-        """Replace each value by ``mapper(value)``; the key is kept."""
+        """Replace each value by ``mapper(value)`` (or a ``Column``); the key is kept."""
+        if is_column(mapper):
+            return self._column("KSTREAM-MAPVALUES", "map_values", mapper, name)
         return self._then("KSTREAM-MAPVALUES", "map_values", name=name, mapper=mapper)
 
     def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple]], name: Optional[str] = None) -> "KStream":
@@ -61,11 +81,17 @@ class KStream:
         return self._then("KSTREAM-FLATMAP", "flat_map", key_changed=True, name=name, mapper=mapper)
 
     def flat_map_values(self, mapper: Callable[[Any], Iterable], name: Optional[str] = None) -> "KStream":
-        """Replace each value by zero or more values; the key is kept."""
+        """Replace each value by zero or more values (or the elements of an array
+        ``Column``, e.g. ``F.split(F.col("value"), " ")``); the key is kept."""
+        if is_column(mapper):
+            return self._column("KSTREAM-FLATMAPVALUES", "flat_map_values", mapper, name)
         return self._then("KSTREAM-FLATMAPVALUES", "flat_map_values", name=name, mapper=mapper)
 
     def select_key(self, mapper: Callable[[Any, Any], Any], name: Optional[str] = None) -> "KStream":
-        """Set the key to ``mapper(key, value)``."""
+        """Set the key to ``mapper(key, value)`` (or a ``Column``)."""
+        if is_column(mapper):
+            return self._column("KSTREAM-KEY-SELECT", "select_key", mapper, name, key_changed=True,
+                                value_changed=False)
         return self._then("KSTREAM-KEY-SELECT", "select_key", key_changed=True, value_changed=False,
                           name=name, mapper=mapper)
 

@@ -50,6 +50,9 @@ def build_processors(topology: Topology, sub: SubTopology,
     processors: dict[str, Processor] = {}
     for name in sub.nodes:
         node = topology.nodes[name]
+        if node.kind == "column":
+            raise TopologyError(f"{name} is a Spark Column expression; it runs only through "
+                                "Spark (Streams), not in TopologyTestDriver")
         try:
             cls = PROCESSORS[node.kind]
         except KeyError:

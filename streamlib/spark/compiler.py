@@ -20,6 +20,8 @@ from pyspark.storagelevel import StorageLevel
 
 from streamlib.config import StreamsConfig
 from streamlib.spark.arrow import SOURCE_DDL
+from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chains, repartition_rows,
+                                     without_columns)
 from streamlib.spark.source import BackendSpec
 from streamlib.spark.tasks import StagePlan, merge_metrics, stage_function
 from streamlib.topology import SubTopology, Topology, TopologyError
@@ -38,7 +40,7 @@ class Stage:
     sub: SubTopology
     plan: StagePlan
     shuffled: bool
-    consumers: int = 0
+    jvm_only: Optional[dict[str, list[str]]] = None
     output: Optional[DataFrame] = field(default=None, repr=False)
 
 
@@ -81,13 +83,32 @@ class BatchPlan:
         self.num_partitions = config.num_partitions or input_partitions
         internal = frozenset(t for sub in topology.subtopologies for t in sub.repartition_inputs)
         self.internal_topics = internal
+        self.chains = column_chains(topology, config)
+        executed = without_columns(topology, self.chains) if self.chains else topology
         self.stages = []
         for sub in stage_order(topology):
             n = self._partitions_of(sub)
-            plan = StagePlan(topology, config, backend, sub.id, n, internal)
-            self.stages.append(Stage(sub, plan, shuffled=sub.stateful or bool(sub.repartition_inputs)))
+            plan = StagePlan(executed, config, backend, sub.id, n, internal)
+            self.stages.append(Stage(sub, plan, shuffled=sub.stateful or bool(sub.repartition_inputs),
+                                     jvm_only=self._jvm_only(sub)))
         self.metrics = spark.sparkContext.accumulator({"tasks": {}}, _MetricsParam())
         self.last_plan = "no micro-batch has run yet"
+
+    def _jvm_only(self, sub: SubTopology) -> Optional[dict[str, list[str]]]:
+        """For a sub-topology that is nothing but Column chains into repartitions: the
+        repartition topics each chain's source feeds (its Python stage is skipped)."""
+        feeds: dict[str, list[str]] = {}
+        for name in sub.nodes:
+            node = self.topology.nodes[name]
+            if node.kind == "source":
+                chain = self.chains.get(name)
+                topics = chain_feeds_only(self.topology, chain, self.config) if chain else None
+                if topics is None:
+                    return None
+                feeds[name] = topics
+            elif node.kind not in ("column", "repartition"):
+                return None
+        return feeds
 
     def _partitions_of(self, sub: SubTopology) -> int:
         for name in sub.nodes:
@@ -103,9 +124,16 @@ class BatchPlan:
         written: list[DataFrame] = []
         for stage in self.stages:
             sub = stage.sub
-            parts = []
-            if sub.source_topics:
-                parts.append(source.where(F.col("topic").isin(sub.source_topics)))
+            if stage.jvm_only is not None:
+                for name, topics in stage.jvm_only.items():
+                    rows = self._source_rows(source, name)
+                    for topic in topics:
+                        tagged = repartition_rows(rows, topic)
+                        outputs[topic] = outputs[topic].unionByName(tagged) if topic in outputs else tagged
+                continue
+            parts = [self._source_rows(source, name) for name in sub.nodes
+                     if self.topology.nodes[name].kind == "source"
+                     and not self.topology.nodes[name].params.get("internal")]
             parts.extend(outputs[t] for t in sub.repartition_inputs)
             rows = parts[0]
             for extra in parts[1:]:
@@ -130,6 +158,12 @@ class BatchPlan:
         for part in written[1:]:
             result = result.unionByName(part)
         return result.drop("offset")
+
+    def _source_rows(self, source: DataFrame, node_name: str) -> DataFrame:
+        """The batch's rows of one source node, through its Column chain if it has one."""
+        rows = source.where(F.col("topic").isin(self.topology.nodes[node_name].params["topics"]))
+        chain = self.chains.get(node_name)
+        return apply_chain(rows, chain, self.topology, self.config) if chain else rows
 
     def _writes(self, sub: SubTopology) -> set[str]:
         return {self.topology.nodes[n].params["topic"] for n in sub.nodes

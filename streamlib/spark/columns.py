@@ -1,0 +1,165 @@
+"""Stateless steps written as Spark ``Column`` expressions, run in the JVM.
+
+A chain of Column steps right after a source (``filter``, ``map_values``,
+``flat_map_values``, ``select_key`` over ``key``/``value``) becomes DataFrame
+transformations of the source rows: keys and values are decoded in the JVM, the
+chain applied, and the result encoded with the serdes of the stream at the chain's
+end. The Python stage then sees the chain's output as if it were the source; when
+nothing but a repartition follows, the Python stage is skipped altogether.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from streamlib.config import StreamsConfig
+from streamlib.serdes import Serde
+from streamlib.topology import Node, Topology, TopologyError
+
+_DECODABLE = ("string()", "bytes()")
+_ENCODABLE = ("string()", "bytes()", "long()")
+
+
+@dataclass(frozen=True)
+class ColumnChain:
+    """The Column steps following one source, in order, and the serdes at their end."""
+
+    source: str
+    steps: tuple[str, ...]
+    key_serde: Serde
+    value_serde: Serde
+
+    @property
+    def end(self) -> str:
+        return self.steps[-1]
+
+
+def column_chains(topology: Topology, config: StreamsConfig) -> dict[str, ColumnChain]:
+    """Chains by source node name; a Column step anywhere else is a TopologyError."""
+    chains: dict[str, ColumnChain] = {}
+    placed: set[str] = set()
+    for node in topology:
+        if node.kind != "source" or node.params.get("internal"):
+            continue
+        key_serde = node.params.get("key_serde") or config.default_key_serde
+        value_serde = node.params.get("value_serde") or config.default_value_serde
+        steps: list[str] = []
+        current = node.name
+        while True:
+            children = [topology.nodes[c] for c in topology.children(current)]
+            if len(children) != 1 or children[0].kind != "column":
+                break
+            step = children[0]
+            if not steps:
+                _check_serdes(step, key_serde, value_serde)
+            steps.append(step.name)
+            if step.params["op"] == "select_key":
+                key_serde = config.default_key_serde
+            elif step.params["op"] in ("map_values", "flat_map_values"):
+                value_serde = config.default_value_serde
+            current = step.name
+        if steps:
+            chains[node.name] = ColumnChain(node.name, tuple(steps), key_serde, value_serde)
+            placed.update(steps)
+    for node in topology:
+        if node.kind == "column" and node.name not in placed:
+            raise TopologyError(
+                f"{node.name}: a Spark Column step must follow a source directly (or through "
+                "other Column steps, with no branching); write it as a Python function here")
+    for chain in chains.values():
+        for serde in (chain.key_serde, chain.value_serde):
+            if serde.name not in _ENCODABLE:
+                raise TopologyError(f"{chain.end}: Column steps can produce {', '.join(_ENCODABLE)} "
+                                    f"keys and values, not {serde!r}; set the default serdes")
+    return chains
+
+
+def _check_serdes(step: Node, key_serde: Serde, value_serde: Serde) -> None:
+    for what, serde in (("key", key_serde), ("value", value_serde)):
+        if serde.name not in _DECODABLE:
+            raise TopologyError(f"{step.name}: Column steps read {', '.join(_DECODABLE)} "
+                                f"{what}s; the source's {what} serde is {serde!r}")
+
+
+def without_columns(topology: Topology, chains: dict[str, ColumnChain]) -> Topology:
+    """The topology the executors run: Column steps become pass-through steps (their
+    work is done in the JVM) and each chain's source reads the chain's encoding."""
+    nodes = {}
+    for name, node in topology.nodes.items():
+        if node.kind == "column":
+            node = Node(node.name, "merge", list(node.parents), {}, node.stores)
+        elif name in chains:
+            params = dict(node.params, key_serde=chains[name].key_serde,
+                          value_serde=chains[name].value_serde)
+            node = replace(node, params=params)
+        nodes[name] = node
+    return Topology(nodes, dict(topology.stores))
+
+
+def apply_chain(rows: DataFrame, chain: ColumnChain, topology: Topology,
+                config: StreamsConfig) -> DataFrame:
+    """Source rows -> the chain's output rows, same columns, key/value encoded."""
+    source = topology.nodes[chain.source].params
+    df = rows.withColumn("key", _decode(F.col("key"), source.get("key_serde") or config.default_key_serde))
+    df = df.withColumn("value", _decode(F.col("value"),
+                                        source.get("value_serde") or config.default_value_serde))
+    for name in chain.steps:
+        df = _apply(df, topology.nodes[name])
+    return (df.withColumn("key", _encode(F.col("key"), chain.key_serde))
+              .withColumn("value", _encode(F.col("value"), chain.value_serde)))
+
+
+def _apply(df: DataFrame, node: Node) -> DataFrame:
+    expr: Column = node.params["column"]
+    op = node.params["op"]
+    if op == "filter":
+        keep = F.coalesce(expr.cast("boolean"), F.lit(False))
+        return df.where(~keep if node.params["negate"] else keep)
+    if op == "map_values":
+        return df.withColumn("value", expr)
+    if op == "select_key":
+        return df.withColumn("key", expr)
+    if op == "flat_map_values":
+        columns = [c for c in df.columns if c != "value"]
+        return df.select(*columns, F.explode(expr).alias("value")).select(*df.columns)
+    raise TopologyError(f"{node.name}: unknown Column step {op!r}")
+
+
+def _decode(column: Column, serde: Serde) -> Column:
+    return column.cast("string") if serde.name == "string()" else column
+
+
+def _encode(column: Column, serde: Serde) -> Column:
+    if serde.name == "long()":  # 8-byte big-endian two's complement, as Kafka's LongSerializer
+        return F.unhex(F.lpad(F.hex(column.cast("bigint")), 16, "0"))
+    if serde.name == "string()":
+        return column.cast("string").cast("binary")
+    return column.cast("binary")
+
+
+def repartition_rows(rows: DataFrame, topic: str) -> DataFrame:
+    """Chain output bound straight for a repartition: tagged with the producing Spark
+    partition and a sequence in its row order, like a Python task's output."""
+    return (rows.withColumn("topic", F.lit(topic))
+                .withColumn("partition", F.spark_partition_id())
+                .withColumn("offset", F.monotonically_increasing_id()))
+
+
+def chain_feeds_only(topology: Topology, chain: ColumnChain, config: StreamsConfig) -> Optional[list[str]]:
+    """The repartition topics the chain's end feeds, when it feeds nothing else and
+    each repartition encodes keys and values exactly as the chain does; else None."""
+    topics = []
+    for child_name in topology.children(chain.end):
+        child = topology.nodes[child_name]
+        if child.kind != "repartition":
+            return None
+        key_serde = child.params.get("key_serde") or config.default_key_serde
+        value_serde = child.params.get("value_serde") or config.default_value_serde
+        if (key_serde, value_serde) != (chain.key_serde, chain.value_serde):
+            return None
+        topics.append(child.params["topic"])
+    return topics or None
+
