@@ -4,6 +4,7 @@ contents, records per output topic, metrics) in the same shape, so a test states
 its inputs once and asserts that the engines agree."""
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -55,10 +56,11 @@ Outputs = dict[str, tuple[Serde, Serde]]
 
 
 def in_time_order(inputs: list[Input]) -> list[tuple[Input, tuple]]:
-    """Every input record with its topic, by timestamp (stable): the order a Spark
-    task picks heads in when each partition's timestamps increase."""
-    tagged = [(inp, record) for inp in inputs for record in inp.records]
-    return sorted(tagged, key=lambda pair: pair[1][2])
+    """Every input record with its topic, each topic in produce order, the topic whose
+    next record has the smallest timestamp first: Kafka Streams' choice among input
+    partitions (one record of a key always precedes the key's later records)."""
+    tagged = [[(inp, record) for record in inp.records] for inp in inputs]
+    return list(heapq.merge(*tagged, key=lambda pair: pair[1][2]))
 
 
 def run_driver(topology: Topology, inputs: list[Input], outputs: Outputs,
