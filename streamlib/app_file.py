@@ -49,15 +49,15 @@ def topologies_in(module: ModuleType) -> dict[str, Topology]:
     """The topologies ``module`` defines, by variable (or function) name."""
     names = vars(module)
     found = {name: value for name, value in names.items() if isinstance(value, Topology)}
-    if not found:
-        found = {name: value.build() for name, value in names.items() if isinstance(value, StreamsBuilder)}
+    if found:
+        return found
+    found = {name: value.build() for name, value in names.items() if isinstance(value, StreamsBuilder)}
+    if found:
+        return found
     for name in BUILDER_FUNCTIONS:
-        if found:
-            break
-        function = names.get(name)
-        if callable(function):
-            found = {f"{name}()": _as_topology(function(), name)}
-    return found
+        if callable(names.get(name)):
+            return {f"{name}()": _as_topology(names[name](), name)}
+    return {}
 
 
 def load_topologies(path: str) -> dict[str, Topology]:

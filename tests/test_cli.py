@@ -116,6 +116,12 @@ def test_describe_prints_the_topology_of_an_example_and_of_a_module_level_builde
     result = streamlib("describe", str(app))
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Topologies:\n") and "(stores: [per-key])" in result.stdout
+    two = tmp_path / "two.py"
+    two.write_text(APP_WITH_MAIN.replace("if __name__", "first = builder.build()\n"
+                                         "second = builder.build()\nif __name__"))
+    result = streamlib("describe", str(two))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("# first\nTopologies:\n") and "\n# second\nTopologies:\n" in result.stdout
 
 
 def test_describe_errors_are_one_line(tmp_path):
