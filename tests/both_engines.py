@@ -65,7 +65,7 @@ def in_time_order(inputs: list[Input]) -> list[tuple[Input, tuple]]:
 
 def run_driver(topology: Topology, inputs: list[Input], outputs: Outputs,
                config: StreamsConfig) -> Outcome:
-    """Pipe the inputs (in timestamp order) through the test driver."""
+    """Pipe the inputs through the test driver in the order of :func:`in_time_order`."""
     with TopologyTestDriver(topology, config) as driver:
         topics = {inp.topic: driver.create_input_topic(inp.topic, inp.key_serde, inp.value_serde)
                   for inp in inputs}
