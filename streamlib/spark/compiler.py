@@ -6,7 +6,7 @@ plus the rows upstream stages emitted for its repartition topics; a stateful sta
 ``num_partitions`` Spark partitions — the role of Kafka Streams' repartition topic —
 and then runs one streamlib ``Task`` per partition inside ``mapInArrow``. Stateless
 steps of a sub-topology are fused into that one Arrow map. Rows bound for sink
-topics from every stage are written with one idempotent write per batch.
+topics are appended by the tasks themselves, idempotently per (task, batch).
 """
 from __future__ import annotations
 
@@ -118,10 +118,10 @@ class BatchPlan:
         return self.num_partitions
 
     def build(self, source: DataFrame, batch_id: int) -> DataFrame:
-        """The DataFrame of every row bound for a sink topic in this batch; computing
-        it runs every stage once."""
+        """A DataFrame whose computation runs every stage of the batch once; its tasks
+        commit their stores and append their sink rows themselves."""
         outputs: dict[str, DataFrame] = {}  # repartition topic -> rows for it
-        written: list[DataFrame] = []
+        terminal: list[DataFrame] = []  # outputs of stages nothing reads (empty: tasks write sinks)
         for stage in self.stages:
             sub = stage.sub
             if stage.jvm_only is not None:
@@ -142,22 +142,18 @@ class BatchPlan:
                 rows = rows.repartition(stage.plan.num_partitions, F.col("key"))
             out = rows.mapInArrow(stage_function(stage.plan, batch_id, self.metrics.add), SOURCE_DDL)
             readers = [s for s in self.stages if set(s.sub.repartition_inputs) & self._writes(sub)]
-            has_sinks = bool(self._sinks(sub))
-            if len(readers) + has_sinks > 1:
+            if len(readers) > 1:
+                # Computed once for all its readers (a re-run would be correct, only slower).
                 out = out.persist(StorageLevel.MEMORY_AND_DISK)
             stage.output = out
             for topic in self._writes(sub):
                 outputs[topic] = out.where(F.col("topic") == topic)
-            if has_sinks:
-                written.append(out.where(~F.col("topic").isin(list(self.internal_topics) or [""])))
-            elif not readers:
-                # A last stage with no sink (foreach, tables only) must still run: its
-                # rows never have a null topic, but the optimizer cannot know that.
-                written.append(out.where(F.col("topic").isNull()))
-        result = written[0]
-        for part in written[1:]:
+            if not readers:
+                terminal.append(out)
+        result = terminal[0]
+        for part in terminal[1:]:
             result = result.unionByName(part)
-        return result.drop("offset")
+        return result
 
     def _source_rows(self, source: DataFrame, node_name: str) -> DataFrame:
         """The batch's rows of one source node, through its Column chain if it has one."""
@@ -169,24 +165,12 @@ class BatchPlan:
         return {self.topology.nodes[n].params["topic"] for n in sub.nodes
                 if self.topology.nodes[n].kind == "repartition"}
 
-    def _sinks(self, sub: SubTopology) -> set[str]:
-        sinks = {self.topology.nodes[n].params["topic"] for n in sub.nodes
-                 if self.topology.nodes[n].kind == "sink"}
-        if self.config.deserialization_exception_handler == "dead_letter":
-            sinks.add(self.config.dead_letter_topic)
-        return sinks
-
     def run(self, source: DataFrame, batch_id: int) -> None:
-        """Run the batch: every stage, then one idempotent write of the sink rows."""
+        """Run the batch: every stage, each task writing its own sink rows."""
         try:
             result = self.build(source, batch_id)
             self.last_plan = result._jdf.queryExecution().toString()
-            (result.write.format("streamlib").mode("append")
-             .option("bootstrap", self.backend.url)
-             .option("backendConfig", self.backend.config_json)
-             .option("sinkId", f"{self.config.application_id}/sinks")
-             .option("sequence", str(batch_id))
-             .save())
+            result.collect()  # no rows: terminal stages only write to sinks
         finally:
             for stage in self.stages:
                 if stage.output is not None and stage.output.is_cached:

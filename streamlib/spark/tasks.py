@@ -11,11 +11,12 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import TaskContext
 
 from streamlib.config import StreamsConfig
 from streamlib.runtime.task import Task
-from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA
+from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, split_by_partition
 from streamlib.spark.source import BackendSpec
 from streamlib.state import open_task_stores
 from streamlib.topology import Topology
@@ -57,7 +58,8 @@ def stage_function(plan: StagePlan, batch_id: int,
 
 
 def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table) -> tuple[pa.Table, dict]:
-    """Run the stage's task for ``partition`` over ``rows``; return its output rows and metrics."""
+    """Run the stage's task for ``partition`` over ``rows``: commit its stores, append
+    its sink rows; return the rows it sends to repartitions, and its metrics."""
     backend = plan.backend.open()
     sub = plan.topology.subtopologies[plan.sub_id]
     task = Task(plan.topology, sub, partition, plan.config, backend.num_partitions)
@@ -71,6 +73,13 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table) -> 
         task.begin(stores, batch_id)
         task.process_table(rows)
         task.commit()
+        output = output_table(task.take_output(), partition, plan.internal_topics)
+        internal = pc.is_in(output.column("topic"), pa.array(sorted(plan.internal_topics), pa.string()))
+        # Stores first, then sinks: a re-run after a crash in between undoes the stores'
+        # batch and appends the sink rows once; a re-run after both finds the appends
+        # already done (same producer, same sequence) and skips them.
+        write_sinks(backend, output.filter(pc.invert(internal)),
+                    f"{plan.config.application_id}/{task.task_id}", batch_id)
         metrics: dict[str, Any] = dict(task.metrics)
         metrics["stream_time"] = task.context.stream_time
         if stores is not None:
@@ -82,7 +91,15 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table) -> 
     finally:
         if stores is not None:
             stores.close()
-    return output_table(task.take_output(), partition, plan.internal_topics), metrics
+    return output.filter(internal), metrics
+
+
+def write_sinks(backend: Any, rows: pa.Table, producer_id: str, batch_id: int) -> None:
+    """Append a task's sink rows: one idempotent append per topic partition."""
+    if rows.num_rows == 0:
+        return
+    for topic, partition, records in split_by_partition(rows, None, backend.num_partitions):
+        backend.append(topic, partition, records, producer_id=producer_id, sequence=batch_id)
 
 
 def output_table(output: list[tuple], partition: int, internal_topics: frozenset[str]) -> pa.Table:
