@@ -225,6 +225,22 @@ def test_local_idempotent_append_survives_restart_and_compaction(tmp_path):
         assert other_process_view.end_offsets("t") == {0: 4}
 
 
+def test_local_topic_deleted_and_recreated_by_another_backend_is_seen_as_it_is_now(tmp_path):
+    url = f"local://{tmp_path}"
+    with open_backend(url) as worker, open_backend(url) as admin:
+        worker.create_topic("t")
+        worker.append("t", 0, rows((b"a", b"1")), producer_id="task-0", sequence=0)
+        assert worker.end_offsets("t") == {0: 1}
+        admin.delete_topic("t")  # e.g. python -m streamlib reset, while a Spark worker keeps its handles
+        with pytest.raises(TopicNotFound):
+            worker.end_offsets("t")
+        admin.create_topic("t", partitions=2)
+        assert worker.end_offsets("t") == {0: 0, 1: 0}
+        assert worker.append("t", 1, rows((b"b", b"2")), producer_id="task-0", sequence=0) is True
+        admin.delete_topic("t")
+    assert not os.path.exists(tmp_path / "t")  # closing handles of a deleted topic is harmless
+
+
 def test_local_unknown_partition_and_bad_urls(tmp_path):
     with open_backend(f"local://{tmp_path}") as b:
         b.create_topic("t", partitions=2)

@@ -11,15 +11,17 @@ import os
 import shutil
 import time
 import uuid
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from .base import (APPEND_SCHEMA, HEADER_TYPE, TopicBackend, TopicExists, TopicInfo,
                    TopicNotFound, TopicsError, check_topic_name)
-from .partition_log import DEFAULT_SEGMENT_BYTES, PartitionLog
+from .partition_log import DEFAULT_SEGMENT_BYTES, PartitionDeleted, PartitionLog
 from .partitioner import RoundRobin, partition_array
+
+T = TypeVar("T")
 
 _META = "topic.json"
 #: produce() writes a partition's buffer once it holds this many records or bytes.
@@ -108,10 +110,8 @@ class LocalBackend(TopicBackend):
 
     def delete_topic(self, name: str) -> None:
         self.describe_topic(name)
-        for key in [k for k in self._logs if k[0] == name]:
-            self._logs.pop(key).close()
         self._pending.pop(name, None)
-        self._partitions.pop(name, None)
+        self._forget(name)
         doomed = os.path.join(self.root, f".deleting-{name}-{uuid.uuid4().hex}")
         try:
             os.rename(self._topic_dir(name), doomed)
@@ -165,16 +165,18 @@ class LocalBackend(TopicBackend):
 
     def append(self, topic: str, partition: int, records: pa.Table,
                producer_id: Optional[str] = None, sequence: Optional[int] = None) -> bool:
-        return self._log(topic, partition).append(records, producer_id, sequence)
+        return self._current(topic, lambda: self._log(topic, partition).append(records, producer_id, sequence))
 
     def end_offsets(self, topic: str) -> dict[int, int]:
-        return {p: self._log(topic, p).end_offset() for p in range(self.num_partitions(topic))}
+        return self._current(topic, lambda: {p: self._log(topic, p).end_offset()
+                                             for p in range(self.num_partitions(topic))})
 
     def start_offsets(self, topic: str) -> dict[int, int]:
-        return {p: self._log(topic, p).start_offset() for p in range(self.num_partitions(topic))}
+        return self._current(topic, lambda: {p: self._log(topic, p).start_offset()
+                                             for p in range(self.num_partitions(topic))})
 
     def read_arrow(self, topic: str, partition: int, start: int, end: int) -> pa.Table:
-        return self._log(topic, partition).read_arrow(start, end)
+        return self._current(topic, lambda: self._log(topic, partition).read_arrow(start, end))
 
     def compact(self, topic: str) -> None:
         for p in range(self.num_partitions(topic)):
@@ -191,6 +193,21 @@ class LocalBackend(TopicBackend):
     # ---- internals ---------------------------------------------------------
     def _topic_dir(self, name: str) -> str:
         return os.path.join(self.root, name)
+
+    def _current(self, topic: str, action: Callable[[], T]) -> T:
+        """Run ``action``; if another process deleted ``topic`` under this backend's
+        cached handles, forget them and run it once more, against the topic as it is
+        now: missing (``TopicNotFound``) or created anew."""
+        try:
+            return action()
+        except PartitionDeleted:
+            self._forget(topic)
+            return action()
+
+    def _forget(self, topic: str) -> None:
+        for key in [k for k in self._logs if k[0] == topic]:
+            self._logs.pop(key).close()
+        self._partitions.pop(topic, None)
 
     def _log(self, topic: str, partition: int) -> PartitionLog:
         log = self._logs.get((topic, partition))

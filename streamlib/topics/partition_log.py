@@ -72,6 +72,10 @@ def _index_path(segment_path: str) -> str:
     return segment_path[:-4] + ".idx"
 
 
+class PartitionDeleted(TopicsError):
+    """The partition's directory is gone: its topic was deleted (maybe by another process)."""
+
+
 class PartitionLog:
     """The append-only log of one topic partition in directory ``path``."""
 
@@ -174,11 +178,15 @@ class PartitionLog:
     def close(self) -> None:
         with self._mutex:
             if self._lock_fd is not None:
-                with self._locked():
-                    if self._producers:
-                        self._write_snapshot()
-                os.close(self._lock_fd)
-                self._lock_fd = None
+                try:
+                    with self._locked():
+                        if self._producers:
+                            self._write_snapshot()
+                except PartitionDeleted:
+                    pass  # a deleted partition needs no snapshot
+                finally:
+                    os.close(self._lock_fd)
+                    self._lock_fd = None
             self._segments, self._where, self._lasts = [], [], []
 
     # ---- internals ---------------------------------------------------------
@@ -204,7 +212,7 @@ class PartitionLog:
         try:
             names = sorted(n for n in os.listdir(self.path) if n.endswith(".log"))
         except FileNotFoundError:
-            raise TopicsError(f"partition directory {self.path} disappeared (topic deleted?)") from None
+            raise PartitionDeleted(f"partition directory {self.path} disappeared (topic deleted?)") from None
         known = {s.base: s for s in self._segments}
         segments: list[_Segment] = []
         end = 0
