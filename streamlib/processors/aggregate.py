@@ -9,6 +9,10 @@ from .record import Change, Record
 from .tables import StatefulProcessor
 
 
+#: Extra columns of rows that a count's input arrives in pre-aggregated per key.
+PREAGGREGATED_COLUMNS = (("records", pa.int64()), ("weight", pa.int64()))
+
+
 class StreamAggregateProcessor(StatefulProcessor):
     """``count``/``reduce``/``aggregate`` of a grouped stream (``KStreamAggregate``):
     records with a ``None`` key or value are dropped and counted; the result's
@@ -46,24 +50,31 @@ class StreamAggregateProcessor(StatefulProcessor):
 
     def count_table(self, rows: pa.Table, topic: str) -> None:
         """Count ``rows`` (in processing order; key/value bytes as serialized by the
-        upstream repartition) per key: one multi-get, Python work per key only."""
-        valid = pc.and_(pc.is_valid(rows.column("key")), pc.is_valid(rows.column("value")))
-        kept = int(pc.sum(valid).as_py() or 0)
-        if kept < rows.num_rows:
-            self.context.count("dropped_records", rows.num_rows - kept)
-            rows = rows.filter(valid)
-        if kept == 0:
+        upstream repartition) per key: one multi-get, Python work per key only.
+
+        Rows may come pre-aggregated (:data:`PREAGGREGATED_COLUMNS`): ``records`` input
+        records per row, ``weight`` of them with a value, ``timestamp`` their largest."""
+        records = rows.column("records") if "records" in rows.column_names else None
+        if records is None:
+            valid = pc.and_(pc.is_valid(rows.column("key")), pc.is_valid(rows.column("value")))
+            rows = rows.append_column("weight", pc.cast(valid, pa.int64()))
+            records = pa.chunked_array([pa.array(np.ones(rows.num_rows, dtype=np.int64))])
+        rows = rows.filter(pc.and_(pc.is_valid(rows.column("key")), pc.greater(rows.column("weight"), 0)))
+        dropped = int(pc.sum(records).as_py() or 0) - int(pc.sum(rows.column("weight")).as_py() or 0)
+        if dropped:
+            self.context.count("dropped_records", dropped)
+        if rows.num_rows == 0:
             return
-        rows = rows.append_column("row", pa.array(np.arange(kept)))
+        rows = rows.append_column("row", pa.array(np.arange(rows.num_rows)))
         groups = (rows.group_by("key", use_threads=False)
-                  .aggregate([("timestamp", "max"), ("row", "max"), ("row", "count")])
+                  .aggregate([("timestamp", "max"), ("row", "max"), ("weight", "sum")])
                   .sort_by("row_max"))  # keys in the order of their last record
         kbs = groups.column("key").to_pylist()
         previous = self.store.get_many_by_bytes(kbs)
         last_rows = rows.take(groups.column("row_max"))
         key_serde = self.store.key_serde
         for kb, n, newest, prev, offset, partition, headers in zip(
-                kbs, groups.column("row_count").to_pylist(), groups.column("timestamp_max").to_pylist(),
+                kbs, groups.column("weight_sum").to_pylist(), groups.column("timestamp_max").to_pylist(),
                 previous, last_rows.column("offset").to_pylist(),
                 last_rows.column("partition").to_pylist(), last_rows.column("headers").to_pylist()):
             old, timestamp = (None, newest) if prev is None else (prev[0], max(newest, prev[1]))

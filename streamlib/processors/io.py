@@ -70,7 +70,8 @@ class SourceProcessor(Processor):
 
     def receive_table(self, rows: pa.Table, topic: str) -> None:
         """Count the rows in and advance stream time, for a batch child's table."""
-        self.context.count("records_in", rows.num_rows)
+        records = rows.column("records") if "records" in rows.column_names else None
+        self.context.count("records_in", rows.num_rows if records is None else int(pc.sum(records).as_py() or 0))
         newest = pc.max(rows.column("timestamp")).as_py()
         if newest is not None and newest > self.context.stream_time:
             self.context.stream_time = newest

@@ -23,7 +23,7 @@ from streamlib.spark.arrow import SOURCE_DDL
 from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chains, repartition_rows,
                                      without_columns)
 from streamlib.spark.source import BackendSpec
-from streamlib.spark.tasks import StagePlan, merge_metrics, stage_function
+from streamlib.spark.tasks import TASK_PARTITION, StagePlan, merge_metrics, stage_function
 from streamlib.topology import SubTopology, Topology, TopologyError
 
 
@@ -140,6 +140,9 @@ class BatchPlan:
                 rows = rows.unionByName(extra)
             if stage.shuffled:
                 rows = rows.repartition(stage.plan.num_partitions, F.col("key"))
+            # The task's partition as the stage sees it: inside a union of stages,
+            # TaskContext.partitionId() counts the union's partitions instead.
+            rows = rows.withColumn(TASK_PARTITION, F.spark_partition_id())
             out = rows.mapInArrow(stage_function(stage.plan, batch_id, self.metrics.add), SOURCE_DDL)
             readers = [s for s in self.stages if set(s.sub.repartition_inputs) & self._writes(sub)]
             if len(readers) > 1:

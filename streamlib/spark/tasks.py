@@ -17,6 +17,7 @@ from pyspark import TaskContext
 from streamlib.config import StreamsConfig
 from streamlib.runtime.task import Task
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, split_by_partition
+from streamlib.spark.sink import QUERY_ID_PROPERTY
 from streamlib.spark.source import BackendSpec
 from streamlib.state import open_task_stores
 from streamlib.topology import Topology
@@ -25,6 +26,8 @@ from streamlib.topology import Topology
 #: ``partition``/``offset`` say which task emitted the row and in what order (the
 #: order the next task restores); for a sink, ``partition`` is the target or null.
 STAGE_SCHEMA = SOURCE_ARROW_SCHEMA
+#: Column carrying the task's partition into ``mapInArrow`` (see the compiler).
+TASK_PARTITION = "task_partition"
 
 
 @dataclass(frozen=True)
@@ -45,19 +48,26 @@ def stage_function(plan: StagePlan, batch_id: int,
     ``report(metrics)`` is called once per task (an accumulator's ``add``)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        partition = TaskContext.get().partitionId()
-        received = list(batches)
+        received = [b for b in batches if b.num_rows]
+        if not received:  # no input, nothing to change: the stores stay as they are
+            return
+        partition = received[0].column(TASK_PARTITION)[0].as_py()
         # Spark's batches differ from STAGE_SCHEMA only in nullability and list field names.
-        rows = pa.Table.from_batches(received).cast(STAGE_SCHEMA) if received else \
-            STAGE_SCHEMA.empty_table()
-        output, metrics = run_task(plan, batch_id, partition, rows)
+        rows = pa.Table.from_batches(received).drop_columns([TASK_PARTITION]).cast(STAGE_SCHEMA)
+        # The query id is kept in the checkpoint: it names one run of the application
+        # across restarts, and a new one after a reset, when batch ids start from 0
+        # again while the output topics remain.
+        query_id = TaskContext.get().getLocalProperty(QUERY_ID_PROPERTY)
+        sink_producer = f"{plan.config.application_id}/{query_id}"
+        output, metrics = run_task(plan, batch_id, partition, rows, sink_producer)
         report({"tasks": {f"{plan.sub_id}_{partition}": metrics}})
         yield from output.to_batches()
 
     return run
 
 
-def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table) -> tuple[pa.Table, dict]:
+def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
+             sink_producer: str) -> tuple[pa.Table, dict]:
     """Run the stage's task for ``partition`` over ``rows``: commit its stores, append
     its sink rows; return the rows it sends to repartitions, and its metrics."""
     backend = plan.backend.open()
@@ -78,8 +88,8 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table) -> 
         # Stores first, then sinks: a re-run after a crash in between undoes the stores'
         # batch and appends the sink rows once; a re-run after both finds the appends
         # already done (same producer, same sequence) and skips them.
-        write_sinks(backend, output.filter(pc.invert(internal)),
-                    f"{plan.config.application_id}/{task.task_id}", batch_id)
+        write_sinks(backend, output.filter(pc.invert(internal)), f"{sink_producer}/{task.task_id}",
+                    batch_id)
         metrics: dict[str, Any] = dict(task.metrics)
         metrics["stream_time"] = task.context.stream_time
         if stores is not None:
