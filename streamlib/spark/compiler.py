@@ -23,6 +23,7 @@ from streamlib.spark.arrow import SOURCE_DDL
 from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chains, repartition_rows,
                                      without_columns)
 from streamlib.spark.source import BackendSpec
+from streamlib.spark.preaggregate import counted_input, preaggregate
 from streamlib.spark.tasks import TASK_PARTITION, StagePlan, merge_metrics, stage_function
 from streamlib.topology import SubTopology, Topology, TopologyError
 
@@ -41,6 +42,7 @@ class Stage:
     plan: StagePlan
     shuffled: bool
     jvm_only: Optional[dict[str, list[str]]] = None
+    counted: Optional[str] = None  # a cached count's repartition topic: pre-aggregate it
     output: Optional[DataFrame] = field(default=None, repr=False)
 
 
@@ -89,8 +91,9 @@ class BatchPlan:
         for sub in stage_order(topology):
             n = self._partitions_of(sub)
             plan = StagePlan(executed, config, backend, sub.id, n, internal)
+            counted = counted_input(topology, sub, config) if n == self.num_partitions else None
             self.stages.append(Stage(sub, plan, shuffled=sub.stateful or bool(sub.repartition_inputs),
-                                     jvm_only=self._jvm_only(sub)))
+                                     jvm_only=self._jvm_only(sub), counted=counted))
         self.metrics = spark.sparkContext.accumulator({"tasks": {}}, _MetricsParam())
         self.last_plan = "no micro-batch has run yet"
 
@@ -120,6 +123,10 @@ class BatchPlan:
     def build(self, source: DataFrame, batch_id: int) -> DataFrame:
         """A DataFrame whose computation runs every stage of the batch once; its tasks
         commit their stores and append their sink rows themselves."""
+        # Pre-aggregations shuffle into spark.sql.shuffle.partitions partitions, hashed
+        # like repartition(n, key): n must be the stateful stages' partition count. The
+        # batch's session is the query's own clone, so this touches no other query.
+        source.sparkSession.conf.set("spark.sql.shuffle.partitions", str(self.num_partitions))
         outputs: dict[str, DataFrame] = {}  # repartition topic -> rows for it
         terminal: list[DataFrame] = []  # outputs of stages nothing reads (empty: tasks write sinks)
         for stage in self.stages:
@@ -138,7 +145,9 @@ class BatchPlan:
             rows = parts[0]
             for extra in parts[1:]:
                 rows = rows.unionByName(extra)
-            if stage.shuffled:
+            if stage.counted is not None:
+                rows = preaggregate(rows, stage.counted)
+            elif stage.shuffled:
                 rows = rows.repartition(stage.plan.num_partitions, F.col("key"))
             # The task's partition as the stage sees it: inside a union of stages,
             # TaskContext.partitionId() counts the union's partitions instead.

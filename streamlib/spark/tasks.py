@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from pyspark import TaskContext
 
 from streamlib.config import StreamsConfig
+from streamlib.processors.aggregate import PREAGGREGATED_COLUMNS
 from streamlib.runtime.task import Task
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, split_by_partition
 from streamlib.spark.sink import QUERY_ID_PROPERTY
@@ -52,8 +53,13 @@ def stage_function(plan: StagePlan, batch_id: int,
         if not received:  # no input, nothing to change: the stores stay as they are
             return
         partition = received[0].column(TASK_PARTITION)[0].as_py()
-        # Spark's batches differ from STAGE_SCHEMA only in nullability and list field names.
-        rows = pa.Table.from_batches(received).drop_columns([TASK_PARTITION]).cast(STAGE_SCHEMA)
+        table = pa.Table.from_batches(received)
+        # Spark's batches differ from STAGE_SCHEMA only in nullability and list field
+        # names, plus the counts of pre-aggregated rows.
+        rows = table.select(STAGE_SCHEMA.names).cast(STAGE_SCHEMA)
+        for name, kind in PREAGGREGATED_COLUMNS:
+            if name in table.column_names:
+                rows = rows.append_column(name, table.column(name).cast(kind))
         # The query id is kept in the checkpoint: it names one run of the application
         # across restarts, and a new one after a reset, when batch ids start from 0
         # again while the output topics remain.
