@@ -76,19 +76,18 @@ class Processor:
         """End of a commit."""
 
     def forward(self, record: Record) -> None:
-        for child in self.children:
-            # forward_to inlined: this is the per-record hot path
+        self.forward_all(self.children, record)
+
+    def forward_to(self, child: "Processor", record: Record) -> None:
+        self.forward_all((child,), record)
+
+    @staticmethod
+    def forward_all(children, record: Record) -> None:
+        """Hand ``record`` to each child; an error names the child and the input record."""
+        for child in children:
             try:
                 child.process(record)
             except ProcessingError:
                 raise
             except Exception as exc:
                 raise ProcessingError(f"{type(exc).__name__}: {exc}", record, child.name) from exc
-
-    def forward_to(self, child: "Processor", record: Record) -> None:
-        try:
-            child.process(record)
-        except ProcessingError:
-            raise
-        except Exception as exc:
-            raise ProcessingError(f"{type(exc).__name__}: {exc}", record, child.name) from exc
