@@ -24,7 +24,7 @@ test: $(STAMP) java
 wordcount: $(STAMP) java
 	rm -rf examples/wordcount/run
 	mkdir -p examples/wordcount/run
-	cd examples/wordcount/run && $(abspath $(VENV))/bin/spark-submit --master 'local[2]' \
+	cd examples/wordcount/run && $(abspath $(VENV))/bin/spark-submit --master 'local[2]' --conf spark.log.level=WARN \
 	    ../wordcount.py --input ../data/input.txt
 
 bench: $(STAMP) java

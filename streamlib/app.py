@@ -68,18 +68,14 @@ class Streams:
         self._start(trigger={"processingTime": f"{self.config.commit_interval_ms} milliseconds"})
 
     def process_available(self) -> None:
-        """Process everything available now, then return (Spark's ``availableNow``; in
-        batches of at most ``max_records_per_batch`` records when that is set)."""
-        if not self.config.max_records_per_batch:
-            self._start(trigger={"availableNow": True})
-            try:
-                self._query.awaitTermination()
-            finally:
-                self._query = None
-            return
-        # Spark runs a source without admission control to one fixed end offset under
-        # availableNow, so the limit would end the run after one batch: run back-to-back
-        # batches until a trigger finds nothing new.
+        """Process everything available now (in batches of at most
+        ``max_records_per_batch`` records when that is set), then return.
+
+        Like Spark's ``availableNow``, built from back-to-back batches until a trigger
+        finds nothing new: Spark runs a source without ``availableNow`` support as one
+        batch to a fixed end, which would stop after a per-batch limit, or after
+        re-running a batch left uncommitted by a crash.
+        """
         self._start(trigger={"processingTime": "0 seconds"})
         try:
             self._query.processAllAvailable()
