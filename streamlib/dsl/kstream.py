@@ -1,7 +1,7 @@
 """``KStream``: an unbounded stream of key-value records."""
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Optional, Union
+from typing import Any, Callable, Iterable, Optional
 
 from ..serdes import Serde
 from ..topology import TopologyError

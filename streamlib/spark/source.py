@@ -26,7 +26,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStre
 from pyspark.sql.types import StructType
 
 from streamlib.spark.arrow import SOURCE_DDL, source_batches
-from streamlib.topics import DEFAULT_URL, TopicBackend, TopicNotFound, open_backend, parse_url
+from streamlib.topics import DEFAULT_URL, TopicBackend, open_backend, parse_url
 
 #: ``{topic: {partition (as str): offset}}``
 Offsets = dict[str, dict[str, int]]

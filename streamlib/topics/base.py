@@ -96,6 +96,13 @@ class TopicBackend(ABC):
     def num_partitions(self, name: str) -> int:
         return self.describe_topic(name).partitions
 
+    def _checked_partitions(self, topic: str, partition: Optional[int]) -> int:
+        """The topic's partition count, after checking an explicit ``partition``."""
+        n = self.num_partitions(topic)
+        if partition is not None and not 0 <= partition < n:
+            raise TopicsError(f"topic {topic!r} has no partition {partition} (it has {n})")
+        return n
+
     @abstractmethod
     def produce(self, topic: str, key: Optional[bytes] = None, value: Optional[bytes] = None,
                 timestamp: Optional[int] = None, headers: Optional[Iterable[tuple[str, bytes]]] = None,

@@ -121,11 +121,9 @@ class KafkaBackend(TopicBackend):
     def produce(self, topic: str, key: Optional[bytes] = None, value: Optional[bytes] = None,
                 timestamp: Optional[int] = None, headers: Optional[Iterable[tuple[str, bytes]]] = None,
                 partition: Optional[int] = None) -> None:
-        n = self.num_partitions(topic)
+        n = self._checked_partitions(topic, partition)
         if partition is None:
             partition = self._round_robin(n) if key is None else default_partitioner(key, n)
-        elif not 0 <= partition < n:
-            raise TopicsError(f"topic {topic!r} has no partition {partition} (it has {n})")
         self._send(self._plain_producer(), topic, partition, key, value, timestamp,
                    list(headers) if headers else None)
 

@@ -142,11 +142,9 @@ class LocalBackend(TopicBackend):
     def produce(self, topic: str, key: Optional[bytes] = None, value: Optional[bytes] = None,
                 timestamp: Optional[int] = None, headers: Optional[Iterable[tuple[str, bytes]]] = None,
                 partition: Optional[int] = None) -> None:
-        n = self.num_partitions(topic)
+        n = self._checked_partitions(topic, partition)
         if partition is None:
             partition = self._round_robin(n) if key is None else -1
-        elif not 0 <= partition < n:
-            raise TopicsError(f"topic {topic!r} has no partition {partition} (it has {n})")
         pending = self._pending.get(topic)
         if pending is None:
             pending = self._pending[topic] = _Pending()
