@@ -21,7 +21,6 @@ import tempfile
 import time
 
 import numpy as np
-import pyarrow as pa
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
