@@ -112,3 +112,22 @@ def test_user_function_error_names_topic_partition_offset(spark, ws):
     assert "cannot handle boom" in message
     assert "topic 'lines' partition 0 offset 1" in message
     assert "KSTREAM-MAPVALUES" in message
+
+
+def test_keys_stay_in_their_task_when_batch_sizes_change(spark, ws):
+    # A big batch spreads keys over every task; a tiny batch must send each key to
+    # the same task again, whatever Spark's adaptive execution would coalesce.
+    big, tiny = random_lines(4000, 9), ["w0001 w0002 w0003 w0004 w0005 w0006 w0007 w0008 hello world"]
+    min_size = "spark.sql.adaptive.coalescePartitions.minPartitionSize"
+    ws.produce("lines", [(None, line) for line in big], partitions=4)
+    spark.conf.set(min_size, "1")  # Spark would not coalesce the big batch's partitions
+    try:
+        ws.run(spark, wordcount_topology()).stop()
+    finally:
+        spark.conf.unset(min_size)
+    ws.produce("lines", [(None, line) for line in tiny], partitions=4)
+    app = ws.run(spark, wordcount_topology())
+    stored = list(app.store("counts").all())
+    assert len(stored) == len({k for k, _ in stored}), "each key lives in exactly one task's store"
+    assert dict(stored) == dict(python_count(big + tiny))
+    app.stop()

@@ -123,10 +123,13 @@ class BatchPlan:
     def build(self, source: DataFrame, batch_id: int) -> DataFrame:
         """A DataFrame whose computation runs every stage of the batch once; its tasks
         commit their stores and append their sink rows themselves."""
-        # Pre-aggregations shuffle into spark.sql.shuffle.partitions partitions, hashed
-        # like repartition(n, key): n must be the stateful stages' partition count. The
+        # A key must reach the same task in every batch: no adaptive execution (it
+        # coalesces small shuffles), and pre-aggregations shuffle into exactly the
+        # stateful stages' partition count, hashed like repartition(n, key). The
         # batch's session is the query's own clone, so this touches no other query.
-        source.sparkSession.conf.set("spark.sql.shuffle.partitions", str(self.num_partitions))
+        conf = source.sparkSession.conf
+        conf.set("spark.sql.adaptive.enabled", "false")
+        conf.set("spark.sql.shuffle.partitions", str(self.num_partitions))
         outputs: dict[str, DataFrame] = {}  # repartition topic -> rows for it
         terminal: list[DataFrame] = []  # outputs of stages nothing reads (empty: tasks write sinks)
         for stage in self.stages:
