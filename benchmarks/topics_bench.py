@@ -1,14 +1,15 @@
 """Topic backend throughput: produce (+flush) and read, records/s and MB/s.
 
-Sections are plain functions returning result rows so more (e.g. a Spark
-``spark_read`` over the topic data source) can be added beside them.
+Sections are plain functions returning result rows; the Spark read through the
+topic data source runs benchmarks/spark_source_bench.py after them.
 
-    python benchmarks/topics_bench.py [--records 200000] [--kafka-records 20000] [--value-bytes 100]
+    python benchmarks/topics_bench.py [--records 200000] [--kafka-records 20000] [--spark-records 200000] [--value-bytes 100]
 """
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -90,6 +91,9 @@ def main() -> None:
     parser.add_argument("--kafka-records", type=int, default=20_000,
                         help="records for the Kafka part (0 skips it); tansu's memory engine "
                              "stalls fetches on larger topics")
+    parser.add_argument("--spark-records", type=int, default=200_000,
+                        help="records for Spark reading the local log through the data source "
+                             "(benchmarks/spark_source_bench.py; 0 skips it)")
     args = parser.parse_args()
     results = local_section(args.records, args.value_bytes)
     if args.kafka_records:
@@ -97,6 +101,10 @@ def main() -> None:
     print(f"{'backend':<22} {'operation':<18} {'records':>9} {'seconds':>8} {'records/s':>12} {'MB/s':>8}")
     for r in results:
         print(r.row())
+    if args.spark_records:
+        print("\nSpark through the streamlib data source (local log):", flush=True)
+        bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "spark_source_bench.py")
+        subprocess.run([sys.executable, bench, "--records", str(args.spark_records)], check=True)
 
 
 if __name__ == "__main__":
