@@ -14,6 +14,16 @@ def _pipe(driver, records, serdes=(S, S), topic="in"):
         inp.pipe_input(k, v, ts)
 
 
+def count_by_value() -> StreamsBuilder:
+    """A table re-grouped by its value and counted, the counts written to "out"."""
+    builder = StreamsBuilder()
+    builder.table("in", consumed=Consumed.with_(S, S)) \
+        .group_by(lambda k, v: (v, v), Grouped.with_(S, S)) \
+        .count(materialized=Materialized.as_("count")) \
+        .to_stream().to("out", produced=Produced.with_(S, L))
+    return builder
+
+
 def test_aggregate_with_unchanged_group_subtracts_then_adds():
     # KTableAggregateTest#testAggBasic
     builder = StreamsBuilder()
@@ -32,11 +42,7 @@ def test_aggregate_with_unchanged_group_subtracts_then_adds():
 
 def test_count_when_rows_move_between_groups():
     # KTableAggregateTest#testCount: the old group's update comes first
-    builder = StreamsBuilder()
-    builder.table("in", consumed=Consumed.with_(S, S)) \
-        .group_by(lambda k, v: (v, v), Grouped.with_(S, S)) \
-        .count(materialized=Materialized.as_("count")) \
-        .to_stream().to("out", produced=Produced.with_(S, L))
+    builder = count_by_value()
     with driver_for(builder) as driver:
         _pipe(driver, [("A", "green", 10), ("B", "green", 9), ("A", "blue", 12), ("C", "yellow", 15),
                        ("D", "green", 11)])
@@ -99,11 +105,7 @@ def test_count_and_aggregate_by_value_materialize_results():
 
 
 def test_delete_subtracts_and_a_group_at_zero_stays_in_the_store():
-    builder = StreamsBuilder()
-    builder.table("in", consumed=Consumed.with_(S, S)) \
-        .group_by(lambda k, v: (v, v), Grouped.with_(S, S)) \
-        .count(materialized=Materialized.as_("count")) \
-        .to_stream().to("out", produced=Produced.with_(S, L))
+    builder = count_by_value()
     with driver_for(builder) as driver:
         _pipe(driver, [("A", "x", 1), ("A", None, 2), ("B", None, 3), ("A", None, 4)])
         out = kvt(driver.create_output_topic("out", S, L).read_records_to_list())
