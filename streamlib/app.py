@@ -14,7 +14,7 @@ from typing import Any, Optional
 from .config import StreamsConfig
 from .processors.stores import KeyValueStoreView
 from .state.partitioned import PartitionedReadOnlyStore
-from .topics import TopicNotFound, open_backend
+from .topics import TopicNotFound
 from .topology import Topology, TopologyError
 
 log = logging.getLogger("streamlib")
@@ -231,7 +231,7 @@ class Streams:
         done = committed_offsets(self._query.lastProgress if self._query is not None else None)
         if not done:
             return {}
-        backend = open_backend(self.config.bootstrap, **self._backend_config())
+        backend = self._plan.backend.open()  # opened once per process, not per call
         return {topic: {p: backend.end_offsets(topic)[p] - off for p, off in parts.items()}
                 for topic, parts in done.items()}
 

@@ -42,6 +42,8 @@ class Stage:
     plan: StagePlan
     shuffled: bool
     jvm_only: Optional[dict[str, list[str]]] = None
+    writes: frozenset[str] = frozenset()  # repartition topics this stage writes
+    readers: int = 0  # stages that read what this stage writes
     counted: Optional[str] = None  # a cached count's repartition topic: pre-aggregate it
     output: Optional[DataFrame] = field(default=None, repr=False)
 
@@ -94,6 +96,9 @@ class BatchPlan:
             counted = counted_input(topology, sub, config) if n == self.num_partitions else None
             self.stages.append(Stage(sub, plan, shuffled=sub.stateful or bool(sub.repartition_inputs),
                                      jvm_only=self._jvm_only(sub), counted=counted))
+        for stage in self.stages:
+            stage.writes = frozenset(self._writes(stage.sub))
+            stage.readers = sum(1 for s in self.stages if stage.writes & set(s.sub.repartition_inputs))
         self.metrics = spark.sparkContext.accumulator({"tasks": {}}, _MetricsParam())
         self.last_plan = "no micro-batch has run yet"
 
@@ -156,14 +161,13 @@ class BatchPlan:
             # TaskContext.partitionId() counts the union's partitions instead.
             rows = rows.withColumn(TASK_PARTITION, F.spark_partition_id())
             out = rows.mapInArrow(stage_function(stage.plan, batch_id, self.metrics.add), SOURCE_DDL)
-            readers = [s for s in self.stages if set(s.sub.repartition_inputs) & self._writes(sub)]
-            if len(readers) > 1:
+            if stage.readers > 1:
                 # Computed once for all its readers (a re-run would be correct, only slower).
                 out = out.persist(StorageLevel.MEMORY_AND_DISK)
             stage.output = out
-            for topic in self._writes(sub):
+            for topic in stage.writes:
                 outputs[topic] = out.where(F.col("topic") == topic)
-            if not readers:
+            if not stage.readers:
                 terminal.append(out)
         result = terminal[0]
         for part in terminal[1:]:
