@@ -41,7 +41,12 @@ class Node:
 @dataclass(frozen=True)
 class StoreDef:
     """A state store: its name, kind and serdes; its changelog is
-    ``<application_id>-<name>-changelog`` when ``logging``."""
+    ``<application_id>-<name>-changelog`` when ``logging``.
+
+    ``kind`` is ``"kv"`` (timestamped key-value), ``"window"`` or ``"session"``;
+    window stores know their window size (for ``Windowed`` ends) and every windowed
+    store its retention (how long windows are kept after their start, or sessions
+    after their end, behind stream time)."""
 
     name: str
     kind: str = "kv"
@@ -51,6 +56,8 @@ class StoreDef:
     queryable: bool = True
     #: False: every update is forwarded at once even when the application caches
     caching: bool = True
+    window_size_ms: int = 0
+    retention_ms: int = 0
 
 
 @dataclass
