@@ -9,6 +9,8 @@ from .dsl import (BranchedKStream, Consumed, Grouped, Joined, KGroupedStream, KG
 from .serdes import Serde, Serdes
 from .testing import TestRecord, TopologyTestDriver
 from .topology import Topology, TopologyError
+from .windows import (EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows, Window,
+                      Windowed)
 
 __version__ = "0.1.0"
 
@@ -25,4 +27,5 @@ def __getattr__(name: str) -> Any:
 __all__ = ["StreamsBuilder", "Topology", "TopologyError", "Streams", "StreamsConfig", "KStream",
            "KTable", "KGroupedStream", "KGroupedTable", "BranchedKStream", "Serde", "Serdes",
            "Consumed", "Produced", "Grouped", "Materialized", "Joined", "Suppressed", "Repartitioned",
-           "TopologyTestDriver", "TestRecord"]
+           "TopologyTestDriver", "TestRecord", "Window", "Windowed", "TimeWindows", "SlidingWindows",
+           "SessionWindows", "JoinWindows", "EmitStrategy"]

@@ -143,6 +143,23 @@ class Serdes:
 
         return Serde(f"avro({parsed.get('name', parsed.get('type'))})", encode, decode)
 
+    # The windowed serdes live in streamlib.windows, which sits below this module in the
+    # layers (DESIGN.md) and imports it: importing them here at module import would invert
+    # the layering and make a cycle, so the two factories import them when called.
+    @staticmethod
+    def time_windowed(inner: Serde, window_size: Any) -> Serde:
+        """``Windowed`` keys of time windows in Kafka's ``TimeWindowedSerde`` format:
+        ``inner`` key bytes + 8-byte big-endian window start (end = start + ``window_size``)."""
+        from .windows.serdes import TimeWindowedSerde
+        return TimeWindowedSerde(inner, window_size)
+
+    @staticmethod
+    def session_windowed(inner: Serde) -> Serde:
+        """``Windowed`` keys of session windows in Kafka's ``SessionWindowedSerde`` format:
+        ``inner`` key bytes + 8-byte end + 8-byte start (big-endian)."""
+        from .windows.serdes import SessionWindowedSerde
+        return SessionWindowedSerde(inner)
+
 
 SERDES_BY_NAME: dict[str, Callable[[], Serde]] = {
     "string": Serdes.string, "long": Serdes.long, "integer": Serdes.integer,
