@@ -1,0 +1,51 @@
+"""Helpers for the windowed-aggregation tests ported from Kafka Streams (TopologyTestDriver based)."""
+from __future__ import annotations
+
+from streamlib import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Window, Windowed
+
+from streams_helpers import S, driver_for, kvt
+
+
+def string_adder(key, value, agg):
+    """Kafka's MockAggregator.TOSTRING_ADDER: agg + "+" + value."""
+    return f"{agg}+{value}"
+
+
+def string_init():
+    """Kafka's MockInitializer.STRING_INIT."""
+    return "0"
+
+
+def wkvt(key, start, end, value, ts):
+    """Kafka's KeyValueTimestamp<>(new Windowed<>(key, new TimeWindow(start, end)), value, ts)."""
+    return (Windowed(key, Window(start, end)), value, ts)
+
+
+def windowed_stream(builder: StreamsBuilder, topic: str = "topic1"):
+    return builder.stream(topic, consumed=Consumed.with_(S, S)).group_by_key()
+
+
+def to_output(table, topic: str, window_key_serde, value_serde=S):
+    table.to_stream().to(topic, produced=Produced.with_(window_key_serde, value_serde))
+
+
+def store(name: str, value_serde=S) -> Materialized:
+    return Materialized.as_(name).with_value_serde(value_serde)
+
+
+def run(builder, inputs, outputs, **config):
+    """Pipe ``inputs`` [(topic, key, value, ts)] and return ({topic: [(key, value, ts)]}, driver
+    metrics, the driver's stores as read by ``inspect(driver)``) for ``outputs`` {topic: (kserde, vserde)}."""
+    with driver_for(builder, **config) as driver:
+        topics = {}
+        for topic, key, value, ts in inputs:
+            if topic not in topics:
+                topics[topic] = driver.create_input_topic(topic, S, S)
+            topics[topic].pipe_input(key, value, ts)
+        results = {t: kvt(driver.create_output_topic(t, k, v).read_records_to_list())
+                   for t, (k, v) in outputs.items()}
+        return results, driver.metrics()
+
+
+def time_windowed(size: int):
+    return Serdes.time_windowed(S, size)
