@@ -59,6 +59,8 @@ class Streams:
         self._totals: dict[str, int] = defaultdict(int)
         self._tasks: dict[str, dict] = {}
         self._last_batch: Optional[int] = None
+        #: the application's stream time: the largest over all tasks (-1: none yet)
+        self._stream_time = -1
         self._lock = threading.Lock()
         self._views: dict[str, KeyValueStoreView] = {}
 
@@ -171,7 +173,21 @@ class Streams:
         return partitions
 
     def _run_batch(self, df: Any, batch_id: int) -> None:
-        self._plan.run(df, batch_id)
+        """One micro-batch: the records (internal batch ``2 * batch_id``), then, if that
+        moved the application's stream time past some time-aware task, a pass without
+        records (``2 * batch_id + 1``) that advances every task to it, so windows close
+        everywhere without waiting for new input (Spark's no-data batch)."""
+        reports = self._run_pass(df, 2 * batch_id, self._stream_time)
+        if self._plan.time_aware:
+            behind = [m for m in reports.values()
+                      if m.get("time_aware") and m.get("stream_time", -1) < self._stream_time]
+            if behind:
+                self._run_pass(df.limit(0), 2 * batch_id + 1, self._stream_time)
+        with self._lock:
+            self._last_batch = batch_id
+
+    def _run_pass(self, df: Any, internal_batch: int, stream_time: int) -> dict[str, dict]:
+        self._plan.run(df, internal_batch, stream_time)
         reports = self._plan.metrics.value.get("tasks", {})
         self._plan.metrics.value = {"tasks": {}}
         with self._lock:
@@ -179,7 +195,8 @@ class Streams:
                 for counter in _COUNTERS:
                     self._totals[counter] += int(metrics.get(counter, 0))
                 self._tasks[task_id] = metrics
-            self._last_batch = batch_id
+                self._stream_time = max(self._stream_time, metrics.get("stream_time", -1))
+        return reports
 
     # -- queries --------------------------------------------------------------------------
     def store(self, name: str) -> KeyValueStoreView:
@@ -222,8 +239,9 @@ class Streams:
             for store, entries in metrics.get("stores", {}).items():
                 sizes[store] += entries
         times = [m["stream_time"] for m in tasks.values() if m.get("stream_time", -1) >= 0]
+        marks = [m["watermark"] for m in tasks.values() if m.get("time_aware")] or times
         result.update(tasks=tasks, store_sizes=dict(sizes), last_batch=self._last_batch,
-                      stream_time=max(times, default=-1), watermark=min(times, default=-1),
+                      stream_time=max(times, default=-1), watermark=min(marks, default=-1),
                       lag=self._lag())
         return result
 

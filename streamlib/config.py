@@ -61,6 +61,11 @@ class StreamsConfig:
     def changelog_topic(self, store: str) -> str:
         return f"{self.application_id}-{store}-changelog"
 
+    def task_changelog_topic(self, subtopology: int) -> str:
+        """Where a stateful sub-topology's tasks log their own state (stream time,
+        operators' times), one partition per task, like a store's changelog."""
+        return self.changelog_topic(f"subtopology-{subtopology}-task")
+
     @property
     def dead_letter_topic(self) -> str:
         return f"{self.application_id}-dlq"

@@ -169,15 +169,19 @@ class TopologyTestDriver:
         for task in self._tasks:
             if topic not in task.sources:
                 continue
-            self._batch += 1
-            task.begin(self._stores.get(task.task_id), self._batch)
-            task.process(topic, 0, offset, ts, key, value, headers)
-            task.commit()
-            for out_topic, _, out_ts, out_key, out_value, out_headers in task.take_output():
-                if out_topic not in self._internal:
-                    self._outputs[out_topic].append((0, out_ts, out_key, out_value, out_headers))
-                if out_topic in self._read_topics:
-                    self._process(out_topic, out_ts, out_key, out_value, out_headers)
+            self._run(task, lambda: task.process(topic, 0, offset, ts, key, value, headers))
+
+    def _run(self, task: Task, work) -> None:
+        """One commit of ``task`` around ``work``, then its output, depth first."""
+        self._batch += 1
+        task.begin(self._stores.get(task.task_id), self._batch)
+        work()
+        task.commit()
+        for out_topic, _, out_ts, out_key, out_value, out_headers in task.take_output():
+            if out_topic not in self._internal:
+                self._outputs[out_topic].append((0, out_ts, out_key, out_value, out_headers))
+            if out_topic in self._read_topics:
+                self._process(out_topic, out_ts, out_key, out_value, out_headers)
 
     # -- state and time ------------------------------------------------------------------
     def get_key_value_store(self, name: str) -> KeyValueStoreView:
@@ -194,13 +198,19 @@ class TopologyTestDriver:
         return {name: self.get_key_value_store(name) for name in self.topology.stores}
 
     def advance_wall_clock_time(self, duration: Duration) -> None:
+        """Move the wall clock forward and fire the wall-clock timers now due."""
         self._wall_clock += to_millis(duration)
+        for task in self._tasks:
+            self._run(task, lambda: task.punctuate_wall_clock(self._wall_clock))
 
     def metrics(self) -> dict[str, Any]:
-        totals: dict[str, int] = defaultdict(int)
+        totals: dict[str, Any] = defaultdict(int)
         for task in self._tasks:
             for metric, value in task.metrics.items():
                 totals[metric] += value
+        totals["stream_time"] = max((t.context.stream_time for t in self._tasks), default=-1)
+        marks = [t.watermark() for t in self._tasks if t.time_aware]
+        totals["watermark"] = min(marks, default=totals["stream_time"])
         return dict(totals)
 
     def close(self) -> None:

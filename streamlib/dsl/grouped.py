@@ -59,6 +59,14 @@ class KGroupedStream(_Grouped):
                                initializer=initializer, aggregator=aggregator, op="aggregate")
 
 
+    def windowed_by(self, windows: Any):
+        """Aggregate per key and window: ``TimeWindows`` (tumbling, hopping) or
+        ``SlidingWindows`` give a ``TimeWindowedKStream``, ``SessionWindows`` a
+        ``SessionWindowedKStream``."""
+        from .windowed import windowed_by
+        return windowed_by(self._graph, self._node, self.key_serde, self.value_serde, windows)
+
+
 class KGroupedTable(_Grouped):
     """A table re-grouped by a new key: updates subtract the old value from the old
     group and add the new value to the new group (Kafka Streams' ``KGroupedTable``)."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from ..serdes import Serde
-from ..topology import StoreDef
+from ..topology import StoreDef, TopologyError
 from .graph import GraphBuilder
-from .options import Grouped, Materialized
+from .options import Grouped, Materialized, Suppressed
 
 
 def materialize(graph: GraphBuilder, materialized: Optional[Materialized], prefix: str,
@@ -29,13 +29,16 @@ class KTable:
     """
 
     def __init__(self, graph: GraphBuilder, node: str, key_serde: Optional[Serde],
-                 value_serde: Optional[Serde], store: Optional[str], queryable: bool = False):
+                 value_serde: Optional[Serde], store: Optional[str], queryable: bool = False,
+                 windowed: Any = None):
         self._graph = graph
         self._node = node
         self.key_serde = key_serde
         self.value_serde = value_serde
         self._store = store
         self._queryable = queryable
+        #: for a windowed table (keys are ``Windowed``): how its keys look on the wire
+        self._windowed = windowed
 
     @property
     def query_name(self) -> Optional[str]:
@@ -55,7 +58,7 @@ class KTable:
         node = self._graph.add(prefix, kind, [self._node], name=name,
                                stores=(store,) if store else (), store=store, **params)
         return KTable(self._graph, node, self.key_serde, value_serde, store,
-                      queryable=bool(materialized and materialized.store_name))
+                      queryable=bool(materialized and materialized.store_name), windowed=self._windowed)
 
     def filter(self, predicate: Callable[[Any, Any], bool], materialized: Optional[Materialized] = None,
                name: Optional[str] = None) -> "KTable":
@@ -83,6 +86,46 @@ class KTable:
         node = self._graph.add("KTABLE-TOSTREAM", "to_stream", [self._node], name=name, mapper=mapper)
         return KStream(self._graph, node, None if mapper else self.key_serde, self.value_serde,
                        repartition_required=mapper is not None)
+
+    def suppress(self, suppressed: Suppressed, name: Optional[str] = None) -> "KTable":
+        """Hold updates back: with ``Suppressed.until_window_closes()``, forward one final
+        result per window once stream time passes the window's end plus its grace
+        (Kafka Streams' final-results suppression; the buffer is change-logged).
+
+        Examples
+        --------
+        >>> from streamlib import StreamsBuilder, Suppressed, TimeWindows
+        >>> builder = StreamsBuilder()
+        >>> (builder.stream("clicks").group_by_key().windowed_by(TimeWindows.of(60_000)).count()
+        ...  .suppress(Suppressed.until_window_closes()).to_stream().to("final-counts"))
+        """
+        if suppressed.kind != "until_window_closes":
+            raise TopologyError(f"suppress(): unsupported {suppressed!r}")
+        windows = self._upstream_windows()
+        if self._windowed is None or windows is None:
+            raise TopologyError(f"{self._node}: suppress(Suppressed.until_window_closes()) needs a windowed "
+                                "table (group_by_key().windowed_by(...).count() or similar)")
+        # Kafka's GraphGraceSearchUtil: sessions close gap + grace after their end
+        grace = windows.grace_ms + getattr(windows, "gap_ms", 0)
+        node_name = name or self._graph.next_name("KTABLE-SUPPRESS")
+        store = f"{node_name}-STATE-STORE"
+        self._graph.add_store(StoreDef(store, "buffer", logging=True, queryable=False),
+                              user_named=False, step="KTABLE-SUPPRESS")
+        node = self._graph.add("KTABLE-SUPPRESS", "suppress", [self._node], name=node_name,
+                               stores=(store,), store=store, grace_ms=grace,
+                               windowed_key_serde=self._windowed.serde(self.key_serde),
+                               value_serde=self.value_serde)
+        return KTable(self._graph, node, self.key_serde, self.value_serde, None, windowed=self._windowed)
+
+    def _upstream_windows(self) -> Any:
+        """The windows of the aggregation this table derives from, if any."""
+        name = self._node
+        while name is not None:
+            node = self._graph.nodes[name]
+            if "windows" in node.params:
+                return node.params["windows"]
+            name = node.parents[0] if len(node.parents) == 1 else None
+        return None
 
     def group_by(self, selector: Callable[[Any, Any], tuple], grouped: Optional[Grouped] = None):
         """Re-group rows by ``selector(key, value) -> (new_key, new_value)`` for a

@@ -97,6 +97,8 @@ class Materialized:
     value_serde: Optional[Serde] = None
     logging: bool = True
     caching: bool = True
+    #: how long a window store keeps windows (at least the windows' size + grace)
+    retention_ms: int = 0
 
     @staticmethod
     def as_(store_name: str) -> "Materialized":
@@ -117,6 +119,10 @@ class Materialized:
 
     def with_caching_disabled(self) -> "Materialized":
         return replace(self, caching=False)
+
+    def with_retention(self, retention: Duration) -> "Materialized":
+        """Keep windows this long (window and session stores)."""
+        return replace(self, retention_ms=to_millis(retention, "retention"))
 
 
 @dataclass(frozen=True)

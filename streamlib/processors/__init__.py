@@ -7,12 +7,16 @@ from .aggregate import StreamAggregateProcessor, TableAggregateProcessor
 from .base import Processor, ProcessorContext, ProcessingError
 from .io import DeserializationFailure, SinkProcessor, SourceProcessor
 from .record import Change, Record
+from .session import SessionWindowAggregateProcessor
+from .sliding import SlidingWindowAggregateProcessor
 from .stateless import (BranchProcessor, FilterProcessor, FlatMapProcessor, FlatMapValuesProcessor,
                         MapProcessor, MapValuesProcessor, PassThroughProcessor, PeekProcessor,
                         SelectKeyProcessor, ToStreamProcessor)
 from .stores import TimestampedKeyValueStore
+from .suppress import SuppressProcessor
 from .tables import (TableFilterProcessor, TableMapValuesProcessor, TableSelectProcessor,
                      TableSourceProcessor)
+from .windowed import TimeWindowAggregateProcessor
 
 
 class ForeachProcessor(PeekProcessor):
@@ -41,6 +45,10 @@ PROCESSORS: dict[str, type[Processor]] = {
     "table_select": TableSelectProcessor,
     "aggregate": StreamAggregateProcessor,
     "table_aggregate": TableAggregateProcessor,
+    "window_aggregate": TimeWindowAggregateProcessor,
+    "sliding_aggregate": SlidingWindowAggregateProcessor,
+    "session_aggregate": SessionWindowAggregateProcessor,
+    "suppress": SuppressProcessor,
 }
 
 

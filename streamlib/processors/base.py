@@ -1,12 +1,15 @@
 """The processor contract: a node of a running sub-topology, and the context it runs in."""
 from __future__ import annotations
 
+import struct
 from typing import Any, Callable, Optional
 
 from ..config import StreamsConfig
-
 from ..topology import Node
 from .record import Record
+from .timers import STREAM_TIME, Timer, Timers
+
+_LONG = struct.Struct(">q")
 
 
 class ProcessingError(RuntimeError):
@@ -33,6 +36,11 @@ class ProcessorContext:
         self.topic_partitions = topic_partitions
         self.stores: dict[str, Any] = {}
         self.stream_time = -1
+        self.wall_clock_time = 0
+        self.timers = Timers()
+        #: task-level values committed with the stores (name -> bytes); loaded at begin
+        self.task_state: dict[str, bytes] = {}
+        self.task_state_changed: set[str] = set()
         #: rows leaving the task: (topic, partition or None, timestamp, key, value, headers)
         self.output: list[tuple] = []
         self.metrics: dict[str, int] = {"records_in": 0, "records_out": 0, "dropped_records": 0,
@@ -47,6 +55,24 @@ class ProcessorContext:
 
     def count(self, metric: str, n: int = 1) -> None:
         self.metrics[metric] = self.metrics.get(metric, 0) + n
+
+    def schedule(self, interval: int, kind: str, callback: Callable[[int], None]) -> Timer:
+        """Kafka's ``ProcessorContext.schedule``: ``callback(time)`` every ``interval`` ms
+        of stream time (``"stream_time"``) or wall-clock time (``"wall_clock_time"``)."""
+        now = self.stream_time if kind == STREAM_TIME else self.wall_clock_time
+        return self.timers.schedule(interval, kind, callback, now)
+
+    def get_long(self, name: str, default: int = -1) -> int:
+        """A task-level integer saved with :meth:`put_long` (restored with the stores)."""
+        raw = self.task_state.get(name)
+        return default if raw is None else _LONG.unpack(raw)[0]
+
+    def put_long(self, name: str, value: int) -> None:
+        """Save a task-level integer; it commits, rolls back and restores with the stores."""
+        raw = _LONG.pack(value)
+        if self.task_state.get(name) != raw:
+            self.task_state[name] = raw
+            self.task_state_changed.add(name)
 
 
 class Processor:
@@ -66,11 +92,19 @@ class Processor:
         #: whether table updates are held back to the end of the commit (set when wiring)
         self.caching = context.caching
 
+    #: whether the processor acts on stream time (windows, suppress): its task then
+    #: runs at every batch, and it has ``watermark()``
+    time_aware = False
+
     def init(self) -> None:
         """Called once the task's stores are open for a new batch."""
 
     def process(self, record: Record) -> None:
         raise NotImplementedError
+
+    def advance_time(self, stream_time: int) -> None:
+        """The runtime moved this task to the application's stream time (a batch
+        boundary under Spark): time-aware processors close what is now closed."""
 
     def flush(self) -> None:
         """End of a commit."""

@@ -1,7 +1,6 @@
 """``Task``: one sub-topology running for one partition, batch by batch."""
 from __future__ import annotations
 
-import struct
 from typing import Any, Callable, Optional
 
 import pyarrow as pa
@@ -10,12 +9,12 @@ import pyarrow.compute as pc
 from ..config import StreamsConfig
 from ..processors import Processor, ProcessorContext, SourceProcessor, TimestampedKeyValueStore, \
     build_processors
+from ..processors.timers import STREAM_TIME, WALL_CLOCK_TIME, Timers
 from ..state import StoreSpec
 from ..topology import SubTopology, Topology
 from .order import processing_order
 
 _STREAM_TIME = "stream_time"
-_LONG = struct.Struct(">q")
 
 
 class Task:
@@ -23,6 +22,9 @@ class Task:
 
     A batch is ``begin(stores, batch_id)``, any number of ``process_*`` calls, then
     ``commit()``; the records it emitted are taken with :meth:`take_output`.
+
+    The task's stream time (the largest timestamp it processed) and its processors'
+    own times are task state: committed, rolled back and restored with the stores.
     """
 
     def __init__(self, topology: Topology, sub: SubTopology, partition: int, config: StreamsConfig,
@@ -54,14 +56,18 @@ class Task:
         return self.sub.stateful
 
     # -- one batch -----------------------------------------------------------------------
-    def begin(self, stores: Any, batch_id: int) -> None:
+    def begin(self, stores: Any, batch_id: int, stream_time: int = -1) -> None:
         """Start a batch on ``stores`` (from :func:`streamlib.state.open_task_stores`,
-        or ``None`` for a stateless task)."""
+        or ``None`` for a stateless task); ``stream_time``: the application's stream
+        time, which the task advances to before it processes anything (under Spark)."""
         self._stores = stores
         self._views = []
-        self.context.output = []  # rows of a batch that failed before take_output() are void
-        self.context.stores = {}
-        self.context.stream_time = -1
+        context = self.context
+        context.output = []  # rows of a batch that failed before take_output() are void
+        context.stores = {}
+        context.task_state = {}
+        context.task_state_changed = set()
+        context.timers = Timers()  # processors schedule theirs in init()
         if stores is not None:
             stores.begin(batch_id)
             for name in self.sub.stores:
@@ -71,11 +77,12 @@ class Task:
                     d.value_serde or self.config.default_value_serde)
                 self.context.stores[name] = view
                 self._views.append(view)
-            saved = stores.meta_get(_STREAM_TIME)
-            if saved is not None:
-                self.context.stream_time = _LONG.unpack(saved)[0]
+            context.task_state = stores.meta_items()
+        context.stream_time = context.get_long(_STREAM_TIME)
         for proc in self.processors.values():
             proc.init()
+        if stream_time > context.stream_time:
+            self.advance_time(stream_time)
         self._batch_child = None
         if len(self.sources) == 1:
             (topic, source), = self.sources.items()
@@ -83,10 +90,31 @@ class Task:
             if child is not None:
                 self._batch_child = (topic, source, child)
 
+    def advance_time(self, stream_time: int) -> None:
+        """Move the task's stream time forward (never back) and let every processor
+        close what is now closed."""
+        context = self.context
+        if stream_time > context.stream_time:
+            context.stream_time = stream_time
+            context.timers.fire(STREAM_TIME, stream_time)
+        for proc in self.processors.values():
+            proc.advance_time(stream_time)
+
     def process(self, topic: str, partition: int, offset: int, timestamp: int,
                 key: Optional[bytes], value: Optional[bytes], headers: tuple = ()) -> None:
         """Process one input record (bytes as read from ``topic``)."""
         self.sources[topic].receive(topic, partition, offset, timestamp, key, value, headers)
+        self._fire_due_timers()
+
+    def _fire_due_timers(self) -> None:
+        context = self.context
+        if context.stream_time >= context.timers.next_stream_due:
+            context.timers.fire(STREAM_TIME, context.stream_time)
+
+    def punctuate_wall_clock(self, now: int) -> None:
+        """Fire the wall-clock timers due at ``now`` (a batch boundary)."""
+        self.context.wall_clock_time = now
+        self.context.timers.fire(WALL_CLOCK_TIME, now)
 
     def process_table(self, table: pa.Table) -> None:
         """Process input rows (topic, partition, offset, timestamp, key, value, headers)
@@ -105,10 +133,14 @@ class Task:
         if "headers" in table.column_names and pc.sum(pc.list_value_length(table.column("headers"))).as_py():
             headers = table.column("headers").to_pylist()
         sources = self.sources
+        context = self.context
+        timers = context.timers
         for i, (topic, partition, offset, timestamp, key, value) in enumerate(zip(*columns)):
             hdrs = headers[i] if headers is not None else None
             sources[topic].receive(topic, partition, offset, timestamp, key, value,
                                    tuple((h["key"], h["value"]) for h in hdrs) if hdrs else ())
+            if context.stream_time >= timers.next_stream_due:
+                timers.fire(STREAM_TIME, context.stream_time)
 
     def commit(self) -> None:
         """End the batch: flush cached table updates, then commit the stores."""
@@ -117,7 +149,11 @@ class Task:
         if self._stores is not None:
             for view in self._views:
                 view.write_back()
-            self._stores.meta_put(_STREAM_TIME, _LONG.pack(self.context.stream_time))
+            context = self.context
+            context.put_long(_STREAM_TIME, context.stream_time)
+            for name in sorted(context.task_state_changed):
+                self._stores.meta_put(name, context.task_state[name])
+            context.task_state_changed = set()
             self._stores.commit()
 
     def take_output(self) -> list[tuple]:
@@ -125,6 +161,17 @@ class Task:
         output, self.context.output = self.context.output, []
         self.context.count("records_out", len(output))
         return output
+
+    def watermark(self) -> int:
+        """The smallest watermark (observed stream time − grace) over the task's
+        time-aware operators; its stream time if it has none."""
+        marks = [proc.watermark() for proc in self.processors.values() if proc.time_aware]
+        return min(marks, default=self.context.stream_time)
+
+    @property
+    def time_aware(self) -> bool:
+        """Whether a processor of this task acts on stream time (windows, suppress)."""
+        return any(proc.time_aware for proc in self.processors.values())
 
     @property
     def metrics(self) -> dict[str, int]:

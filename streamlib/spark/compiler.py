@@ -24,7 +24,8 @@ from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chain
                                      without_columns)
 from streamlib.spark.source import BackendSpec
 from streamlib.spark.preaggregate import counted_input, preaggregate
-from streamlib.spark.tasks import TASK_PARTITION, StagePlan, merge_metrics, stage_function
+from streamlib.processors import PROCESSORS
+from streamlib.spark.tasks import TASK_PARTITION, TICK_TOPIC, StagePlan, merge_metrics, stage_function
 from streamlib.topology import SubTopology, Topology, TopologyError
 
 
@@ -45,6 +46,7 @@ class Stage:
     writes: frozenset[str] = frozenset()  # repartition topics this stage writes
     readers: int = 0  # stages that read what this stage writes
     counted: Optional[str] = None  # a cached count's repartition topic: pre-aggregate it
+    time_aware: bool = False  # has windows or suppress: every task runs at every batch
     output: Optional[DataFrame] = field(default=None, repr=False)
 
 
@@ -94,13 +96,18 @@ class BatchPlan:
             n = self._partitions_of(sub)
             plan = StagePlan(executed, config, backend, sub.id, n, internal)
             counted = counted_input(topology, sub, config) if n == self.num_partitions else None
+            time_aware = any(PROCESSORS[topology.nodes[name].kind].time_aware for name in sub.nodes
+                             if topology.nodes[name].kind in PROCESSORS)
             self.stages.append(Stage(sub, plan, shuffled=sub.stateful or bool(sub.repartition_inputs),
-                                     jvm_only=self._jvm_only(sub), counted=counted))
+                                     jvm_only=self._jvm_only(sub), counted=counted,
+                                     time_aware=time_aware))
         for stage in self.stages:
             stage.writes = frozenset(self._writes(stage.sub))
             stage.readers = sum(1 for s in self.stages if stage.writes & set(s.sub.repartition_inputs))
         self.metrics = spark.sparkContext.accumulator({"tasks": {}}, _MetricsParam())
         self.last_plan = "no micro-batch has run yet"
+        self.time_aware = any(stage.time_aware for stage in self.stages)
+        self._tick_keys: dict[int, list[bytes]] = {}
 
     def _jvm_only(self, sub: SubTopology) -> Optional[dict[str, list[str]]]:
         """For a sub-topology that is nothing but Column chains into repartitions: the
@@ -125,9 +132,29 @@ class BatchPlan:
                 return node.params["num_partitions"]
         return self.num_partitions
 
-    def build(self, source: DataFrame, batch_id: int) -> DataFrame:
+    def tick_keys(self, n: int) -> list[bytes]:
+        """For each partition ``p`` of ``n``, a key that Spark's hash partitioning (as in
+        ``repartition(n, "key")``) sends to ``p``: computed once by Spark itself."""
+        if n not in self._tick_keys:
+            candidates = (self.spark.range(0, 64 * n)
+                          .select(F.col("id").cast("string").cast("binary").alias("key"))
+                          .select("key", F.expr(f"pmod(hash(key), {n})").alias("p"))
+                          .groupBy("p").agg(F.min("key").alias("key")).collect())
+            keys = {row["p"]: bytes(row["key"]) for row in candidates}
+            if len(keys) != n:
+                raise RuntimeError(f"no tick key found for some of {n} partitions")
+            self._tick_keys[n] = [keys[p] for p in range(n)]
+        return self._tick_keys[n]
+
+    def _ticks(self, session: SparkSession, n: int) -> DataFrame:
+        """One row per partition, so every time-aware task runs even without records."""
+        rows = [(TICK_TOPIC, p, 0, -1, key, None, []) for p, key in enumerate(self.tick_keys(n))]
+        return session.createDataFrame(rows, SOURCE_DDL)
+
+    def build(self, source: DataFrame, batch_id: int, stream_time: int = -1) -> DataFrame:
         """A DataFrame whose computation runs every stage of the batch once; its tasks
-        commit their stores and append their sink rows themselves."""
+        first advance to the application's ``stream_time``, then commit their stores and
+        append their sink rows themselves."""
         # A key must reach the same task in every batch: no adaptive execution (it
         # coalesces small shuffles), and pre-aggregations shuffle into exactly the
         # stateful stages' partition count, hashed like repartition(n, key). The
@@ -150,6 +177,8 @@ class BatchPlan:
                      if self.topology.nodes[name].kind == "source"
                      and not self.topology.nodes[name].params.get("internal")]
             parts.extend(outputs[t] for t in sub.repartition_inputs)
+            if stage.time_aware:
+                parts.append(self._ticks(source.sparkSession, stage.plan.num_partitions))
             rows = parts[0]
             for extra in parts[1:]:
                 rows = rows.unionByName(extra)
@@ -160,7 +189,8 @@ class BatchPlan:
             # The task's partition as the stage sees it: inside a union of stages,
             # TaskContext.partitionId() counts the union's partitions instead.
             rows = rows.withColumn(TASK_PARTITION, F.spark_partition_id())
-            out = rows.mapInArrow(stage_function(stage.plan, batch_id, self.metrics.add), SOURCE_DDL)
+            out = rows.mapInArrow(stage_function(stage.plan, batch_id, stream_time, self.metrics.add),
+                                  SOURCE_DDL)
             if stage.readers > 1:
                 # Computed once for all its readers (a re-run would be correct, only slower).
                 out = out.persist(StorageLevel.MEMORY_AND_DISK)
@@ -184,10 +214,10 @@ class BatchPlan:
         return {self.topology.nodes[n].params["topic"] for n in sub.nodes
                 if self.topology.nodes[n].kind == "repartition"}
 
-    def run(self, source: DataFrame, batch_id: int) -> None:
+    def run(self, source: DataFrame, batch_id: int, stream_time: int = -1) -> None:
         """Run the batch: every stage, each task writing its own sink rows."""
         try:
-            result = self.build(source, batch_id)
+            result = self.build(source, batch_id, stream_time)
             self.last_plan = result._jdf.queryExecution().toString()
             result.collect()  # no rows: terminal stages only write to sinks
         finally:

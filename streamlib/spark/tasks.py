@@ -21,6 +21,7 @@ from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, split_by_partition
 from streamlib.spark.sink import QUERY_ID_PROPERTY
 from streamlib.spark.source import BackendSpec
 from streamlib.state import open_task_stores
+from streamlib.time import now_millis
 from streamlib.topology import Topology
 
 #: Rows between stages and to sinks have the source rows' shape: for a repartition,
@@ -29,6 +30,9 @@ from streamlib.topology import Topology
 STAGE_SCHEMA = SOURCE_ARROW_SCHEMA
 #: Column carrying the task's partition into ``mapInArrow`` (see the compiler).
 TASK_PARTITION = "task_partition"
+#: Topic of the one row the compiler sends every time-aware task in every batch, so that
+#: a task whose partition got no records still runs (and closes its windows).
+TICK_TOPIC = "__streamlib_tick__"
 
 
 @dataclass(frozen=True)
@@ -43,10 +47,11 @@ class StagePlan:
     internal_topics: frozenset[str]
 
 
-def stage_function(plan: StagePlan, batch_id: int,
+def stage_function(plan: StagePlan, batch_id: int, stream_time: int,
                    report: Callable[[dict], None]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function of one stage in micro-batch ``batch_id``;
-    ``report(metrics)`` is called once per task (an accumulator's ``add``)."""
+    """The ``mapInArrow`` function of one stage in (internal) batch ``batch_id``, whose
+    tasks first advance to the application's ``stream_time``; ``report(metrics)`` is
+    called once per task (an accumulator's ``add``)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         received = [b for b in batches if b.num_rows]
@@ -57,6 +62,10 @@ def stage_function(plan: StagePlan, batch_id: int,
         # Spark's batches differ from STAGE_SCHEMA only in nullability and list field
         # names, plus the counts of pre-aggregated rows.
         rows = table.select(STAGE_SCHEMA.names).cast(STAGE_SCHEMA)
+        ticks = pc.equal(rows.column("topic"), TICK_TOPIC)
+        if pc.any(ticks).as_py():
+            keep = pc.invert(ticks)
+            table, rows = table.filter(keep), rows.filter(keep)
         for name, kind in PREAGGREGATED_COLUMNS:
             if name in table.column_names:
                 rows = rows.append_column(name, table.column(name).cast(kind))
@@ -65,7 +74,7 @@ def stage_function(plan: StagePlan, batch_id: int,
         # again while the output topics remain.
         query_id = TaskContext.get().getLocalProperty(QUERY_ID_PROPERTY)
         sink_producer = f"{plan.config.application_id}/{query_id}"
-        output, metrics = run_task(plan, batch_id, partition, rows, sink_producer)
+        output, metrics = run_task(plan, batch_id, partition, rows, sink_producer, stream_time)
         report({"tasks": {f"{plan.sub_id}_{partition}": metrics}})
         yield from output.to_batches()
 
@@ -73,9 +82,10 @@ def stage_function(plan: StagePlan, batch_id: int,
 
 
 def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
-             sink_producer: str) -> tuple[pa.Table, dict]:
-    """Run the stage's task for ``partition`` over ``rows``: commit its stores, append
-    its sink rows; return the rows it sends to repartitions, and its metrics."""
+             sink_producer: str, stream_time: int = -1) -> tuple[pa.Table, dict]:
+    """Run the stage's task for ``partition`` over ``rows`` (after advancing it to the
+    application's ``stream_time``): commit its stores, append its sink rows; return the
+    rows it sends to repartitions, and its metrics."""
     backend = plan.backend.open()
     sub = plan.topology.subtopologies[plan.sub_id]
     task = Task(plan.topology, sub, partition, plan.config, backend.num_partitions)
@@ -84,10 +94,12 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
         stores = open_task_stores(plan.config.task_state_dir(task.task_id), task.store_specs(),
                                   backend=backend, partition=partition,
                                   num_partitions=plan.num_partitions,
-                                  producer_prefix=plan.config.application_id)
+                                  producer_prefix=plan.config.application_id,
+                                  meta_changelog_topic=plan.config.task_changelog_topic(sub.id))
     try:
-        task.begin(stores, batch_id)
+        task.begin(stores, batch_id, stream_time)
         task.process_table(rows)
+        task.punctuate_wall_clock(now_millis())
         task.commit()
         output = output_table(task.take_output(), partition, plan.internal_topics)
         internal = pc.is_in(output.column("topic"), pa.array(sorted(plan.internal_topics), pa.string()))
@@ -98,6 +110,8 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
                     batch_id)
         metrics: dict[str, Any] = dict(task.metrics)
         metrics["stream_time"] = task.context.stream_time
+        metrics["watermark"] = task.watermark()
+        metrics["time_aware"] = task.time_aware
         if stores is not None:
             store_metrics = stores.metrics()
             metrics["stores"] = {name: m.get("entries", 0) for name, m in store_metrics["stores"].items()

@@ -71,6 +71,10 @@ class TaskStores(Mapping[str, KeyValueStore]):
     def meta_get(self, name: str) -> Optional[bytes]:
         return self._meta.kv.get(name.encode())
 
+    def meta_items(self) -> dict[str, bytes]:
+        """Every task-level value (there are few: stream time, per-processor times)."""
+        return {key.decode(): value for key, value in self._meta.kv.all()}
+
     def meta_put(self, name: str, value: Optional[bytes]) -> None:
         """Set a task-level value, committed with the batch (``None`` removes it)."""
         self._meta.kv.put(name.encode(), value)

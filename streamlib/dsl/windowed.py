@@ -1,0 +1,196 @@
+"""Windowed grouped streams: ``KGroupedStream.windowed_by(...)`` and their aggregations."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from ..serdes import Serde, Serdes
+from ..topology import StoreDef, TopologyError
+from ..windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
+from .graph import GraphBuilder
+from .ktable import KTable
+from .options import Materialized
+
+
+def _count_init() -> int:
+    return 0
+
+
+def _count_add(key: Any, value: Any, agg: int) -> int:
+    return agg + 1
+
+
+def _count_merge(key: Any, agg1: int, agg2: int) -> int:
+    return agg1 + agg2
+
+
+@dataclass(frozen=True)
+class _Reducer:
+    """Kafka's ``aggregatorForReducer``: the first value starts the aggregate."""
+
+    reducer: Callable[[Any, Any], Any]
+
+    def __call__(self, key: Any, value: Any, agg: Any) -> Any:
+        return value if agg is None else self.reducer(agg, value)
+
+
+@dataclass(frozen=True)
+class _ReducerMerger:
+    """Kafka's ``mergerForAggregator``: merging two sessions adds one to the other."""
+
+    aggregate: Callable[[Any, Any, Any], Any]
+
+    def __call__(self, key: Any, agg1: Any, agg2: Any) -> Any:
+        return self.aggregate(key, agg2, agg1)
+
+
+@dataclass(frozen=True)
+class WindowedKeys:
+    """How a windowed table's keys look on the wire: Kafka's windowed serdes."""
+
+    session: bool
+    window_size_ms: int = 0
+
+    def serde(self, inner: Serde) -> Serde:
+        if self.session:
+            return Serdes.session_windowed(inner)
+        return Serdes.time_windowed(inner, self.window_size_ms)
+
+
+class _WindowedStream:
+    """What time, sliding and session windowed streams share: store and node."""
+
+    _prefix = "KSTREAM-AGGREGATE"
+
+    def __init__(self, graph: GraphBuilder, node: str, key_serde: Optional[Serde],
+                 value_serde: Optional[Serde], windows: Any,
+                 emit: EmitStrategy = EmitStrategy.on_window_update()):
+        self._graph = graph
+        self._node = node
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.windows = windows
+        self._emit = emit
+
+    def emit_strategy(self, strategy: EmitStrategy) -> "_WindowedStream":
+        """Emit every update (default) or one final result per window when it closes
+        (``EmitStrategy.on_window_close()``, Kafka's KIP-825), without a suppress buffer."""
+        return type(self)(self._graph, self._node, self.key_serde, self.value_serde, self.windows,
+                          strategy)
+
+    def _store_def(self, materialized: Optional[Materialized], value_serde: Optional[Serde]) -> tuple:
+        named = bool(materialized and materialized.store_name)
+        name = materialized.store_name if named else self._graph.internal_store_name(self._prefix)
+        key_serde = (materialized and materialized.key_serde) or self.key_serde
+        value_serde = (materialized and materialized.value_serde) or value_serde
+        retention = max(self.windows.retention_ms,
+                        (materialized and materialized.retention_ms) or 0)
+        store = StoreDef(name, self._store_kind, key_serde, value_serde,
+                         logging=materialized.logging if materialized else True, queryable=named,
+                         caching=materialized.caching if materialized else True,
+                         window_size_ms=self._window_size(), retention_ms=retention)
+        self._graph.add_store(store, user_named=named, step=self._prefix)
+        return store, named
+
+    def _aggregate(self, kind: str, materialized: Optional[Materialized], value_serde: Optional[Serde],
+                   **params: Any) -> KTable:
+        store, named = self._store_def(materialized, value_serde)
+        node = self._graph.add(self._prefix, kind, [self._node], stores=(store.name,), store=store.name,
+                               windows=self.windows, emit_final=self._emit.is_on_window_close,
+                               retention_ms=store.retention_ms, **params)
+        return KTable(self._graph, node, store.key_serde, store.value_serde, store.name,
+                      queryable=named, windowed=self._keys())
+
+
+class TimeWindowedKStream(_WindowedStream):
+    """A grouped stream over tumbling, hopping or sliding windows (Kafka's
+    ``TimeWindowedKStream``): ``count``, ``reduce`` and ``aggregate`` per key and window.
+
+    Examples
+    --------
+    >>> from streamlib import StreamsBuilder, TimeWindows, TopologyTestDriver, Serdes
+    >>> builder = StreamsBuilder()
+    >>> counts = builder.stream("clicks").group_by_key().windowed_by(TimeWindows.of(1000)).count()
+    >>> counts.to_stream().map(lambda w, n: (w.key, f"{w.window.start}:{n}")).to("out")
+    >>> with TopologyTestDriver(builder.build()) as driver:
+    ...     clicks = driver.create_input_topic("clicks", Serdes.string(), Serdes.string())
+    ...     clicks.pipe_input("a", "x", timestamp=10); clicks.pipe_input("a", "y", timestamp=1500)
+    ...     driver.create_output_topic("out", Serdes.string(), Serdes.string()).read_values_to_list()
+    ['0:1', '1000:1']
+    """
+
+    _store_kind = "window"
+
+    @property
+    def _sliding(self) -> bool:
+        return isinstance(self.windows, SlidingWindows)
+
+    def _window_size(self) -> int:
+        return self.windows.time_difference_ms if self._sliding else self.windows.size_ms
+
+    def _keys(self) -> WindowedKeys:
+        return WindowedKeys(session=False, window_size_ms=self._window_size())
+
+    def _kind(self) -> str:
+        return "sliding_aggregate" if self._sliding else "window_aggregate"
+
+    def count(self, materialized: Optional[Materialized] = None) -> KTable:
+        """Records per key and window (``None`` values count too, as in Kafka)."""
+        return self._aggregate(self._kind(), materialized, Serdes.long(), initializer=_count_init,
+                               aggregator=_count_add, op="count")
+
+    def reduce(self, reducer: Callable[[Any, Any], Any],
+               materialized: Optional[Materialized] = None) -> KTable:
+        """Combine values per key and window with ``reducer(aggregate, value)``."""
+        return self._aggregate(self._kind(), materialized, self.value_serde, initializer=None,
+                               aggregator=_Reducer(reducer), op="reduce")
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  materialized: Optional[Materialized] = None) -> KTable:
+        """Fold values per key and window: ``aggregator(key, value, aggregate)``."""
+        return self._aggregate(self._kind(), materialized, None, initializer=initializer,
+                               aggregator=aggregator, op="aggregate")
+
+
+class SessionWindowedKStream(_WindowedStream):
+    """A grouped stream over session windows (Kafka's ``SessionWindowedKStream``)."""
+
+    _store_kind = "session"
+
+    def _window_size(self) -> int:
+        return 0
+
+    def _keys(self) -> WindowedKeys:
+        return WindowedKeys(session=True)
+
+    def count(self, materialized: Optional[Materialized] = None) -> KTable:
+        return self._aggregate("session_aggregate", materialized, Serdes.long(), initializer=_count_init,
+                               aggregator=_count_add, merger=_count_merge, op="count")
+
+    def reduce(self, reducer: Callable[[Any, Any], Any],
+               materialized: Optional[Materialized] = None) -> KTable:
+        aggregate = _Reducer(reducer)
+        return self._aggregate("session_aggregate", materialized, self.value_serde, initializer=None,
+                               aggregator=aggregate, merger=_ReducerMerger(aggregate), op="reduce")
+
+    def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
+                  merger: Callable[[Any, Any, Any], Any],
+                  materialized: Optional[Materialized] = None) -> KTable:
+        """Fold values per key and session; ``merger(key, agg1, agg2)`` joins two
+        sessions that a record brings within the inactivity gap of each other."""
+        return self._aggregate("session_aggregate", materialized, None, initializer=initializer,
+                               aggregator=aggregator, merger=merger, op="aggregate")
+
+
+def windowed_by(graph: GraphBuilder, node: str, key_serde: Optional[Serde], value_serde: Optional[Serde],
+                windows: Any) -> _WindowedStream:
+    """The windowed stream for ``windows`` (time, sliding or session)."""
+    if isinstance(windows, SessionWindows):
+        return SessionWindowedKStream(graph, node, key_serde, value_serde, windows)
+    if isinstance(windows, (TimeWindows, SlidingWindows)):
+        return TimeWindowedKStream(graph, node, key_serde, value_serde, windows)
+    raise TopologyError(f"windowed_by() takes TimeWindows, SlidingWindows or SessionWindows, "
+                        f"got {windows!r}")
+
+
+__all__ = ["TimeWindowedKStream", "SessionWindowedKStream", "WindowedKeys", "windowed_by"]

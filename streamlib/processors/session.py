@@ -1,0 +1,61 @@
+"""Session-window aggregation (Kafka Streams' ``KStreamSessionWindowAggregate``).
+
+A session is ``[first, last]`` record timestamp of a key, both inclusive; a record
+within ``gap`` of one or more sessions merges them (and itself) into one. The merged
+sessions are removed and forwarded as deletes (tombstones), then the merged session
+is forwarded with the window end as its timestamp.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..windows import Window, Windowed
+from .record import Record
+from .windowed import WindowedAggregateProcessor
+
+
+class SessionWindowAggregateProcessor(WindowedAggregateProcessor):
+    """Records with a ``None`` key are dropped; a record whose merged session would
+    already be closed (end < observed − grace − gap) is dropped."""
+
+    def init(self) -> None:
+        super().init()
+        self.windows = self.node.params["windows"]
+        self.merger = self.node.params["merger"]
+        self.gap = self.windows.gap_ms
+        self.close_offset_ms = self.windows.grace_ms + self.gap
+
+    def process(self, record: Record) -> None:
+        key = record.key
+        if key is None:
+            self.drop()
+            return
+        timestamp = record.timestamp
+        self.observe(timestamp)
+        agg = self.initial()
+        start = end = timestamp
+        merged = self.store.find_sessions(key, timestamp - self.gap, timestamp + self.gap)
+        for window, value, _ in merged:
+            agg = self.merger(key, agg, value)
+            start, end = min(start, window.start), max(end, window.end)
+        if end < self.close_time:
+            self.drop()
+        else:
+            if (start, end) != (timestamp, timestamp):
+                for window, value, _ in merged:
+                    self.store.remove(key, window)
+                    self.forward_update(record, Windowed(key, window), (key, window), None, value,
+                                        window.end)
+            agg = self.aggregator(key, record.value, agg)
+            window = Window(start, end)
+            self.store.put(key, window, agg, end)
+            self.forward_update(record, Windowed(key, window), (key, window), agg, None, end)
+        self.emit_closed(record.headers)
+
+    def closed_windows(self, close_time: int) -> Optional[list[tuple[Windowed, Any, int]]]:
+        upper = close_time - 1      # both ends inclusive: a session ending before close time
+        lower = max(0, self.last_emit_close_time)
+        if upper < 0 or upper < lower:
+            return None
+        return [(windowed, value, windowed.window.end)
+                for windowed, value, _ in self.store.sessions_ending_between(lower, upper)]

@@ -1,0 +1,94 @@
+"""``KTable.suppress(Suppressed.until_window_closes())``: final results of a windowed
+table (Kafka Streams' ``KTableSuppressProcessor`` with final-results semantics).
+
+Updates wait in a change-logged buffer ordered by (window end, windowed key bytes in
+Kafka's wire format); once the processor's observed stream time − grace reaches a
+window's end, its latest update is forwarded, exactly once. Deletes (sessions merged
+away) are dropped: nothing final was ever said about them.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any, Iterator, Optional
+
+from ..state.kv import KeyValueStore
+from .base import Processor
+from .record import Change, Record, decode_change, encode_change
+
+_TIME = struct.Struct(">q")
+
+
+class TimeOrderedBuffer:
+    """Records keyed by (time, key bytes) in a task's byte store: put replaces a key's
+    entry, :meth:`evict` takes every entry up to a time, oldest first."""
+
+    def __init__(self, name: str, store: KeyValueStore):
+        self.name = name
+        self.store = store
+        self._min_time: Optional[float] = None   # unknown until looked up
+
+    def put(self, time: int, key: bytes, timestamp: int, value: bytes) -> None:
+        self.store.put(_TIME.pack(time) + key, _TIME.pack(timestamp) + value, timestamp)
+        if self._min_time is not None and time < self._min_time:
+            self._min_time = time
+
+    def min_time(self) -> float:
+        if self._min_time is None:
+            first = next(iter(self.store.all()), None)
+            self._min_time = float("inf") if first is None else _TIME.unpack_from(first[0])[0]
+        return self._min_time
+
+    def evict(self, up_to: int) -> Iterator[tuple[bytes, int, bytes]]:
+        """``(key, timestamp, value)`` of entries with time ≤ ``up_to``, removed as taken."""
+        if self.min_time() > up_to:
+            return
+        for entry_key, entry in list(self.store._scan((None, _TIME.pack(up_to + 1)))):
+            self.store.put(entry_key, None)
+            yield entry_key[_TIME.size:], _TIME.unpack_from(entry)[0], entry[_TIME.size:]
+        self._min_time = None
+
+    def write_back(self) -> None:
+        """The buffer writes straight into the byte store: nothing is held back."""
+
+
+class SuppressProcessor(Processor):
+    """Holds a windowed table's updates until their window closes."""
+
+    time_aware = True
+
+    def init(self) -> None:
+        params = self.node.params
+        self.buffer: TimeOrderedBuffer = self.context.store(params["store"])
+        self.grace_ms = params["grace_ms"]
+        self.key_serde = params["windowed_key_serde"]
+        self.value_serde = params["value_serde"] or self.context.config.default_value_serde
+        self._time_key = f"{self.name}.observed_time"
+        self.observed_time = self.context.get_long(self._time_key)
+
+    def process(self, record: Record) -> None:
+        if record.timestamp > self.observed_time:
+            self.observed_time = record.timestamp
+        change: Change = record.value
+        serialize = self.value_serde.serialize
+        self.buffer.put(record.key.window.end, self.key_serde.serialize(record.key), record.timestamp,
+                        encode_change(serialize(change.new), serialize(change.old)))
+        self._evict()
+
+    def advance_time(self, stream_time: int) -> None:
+        if stream_time > self.observed_time:
+            self.observed_time = stream_time
+            self._evict()
+
+    def watermark(self) -> int:
+        return self.observed_time - self.grace_ms
+
+    def _evict(self) -> None:
+        deserialize = self.value_serde.deserialize
+        for key, timestamp, value in self.buffer.evict(self.observed_time - self.grace_ms):
+            new, old = decode_change(value)
+            if new is not None:
+                self.forward(Record(self.key_serde.deserialize(key),
+                                    Change(deserialize(new), deserialize(old)), timestamp))
+
+    def flush(self) -> None:
+        self.context.put_long(self._time_key, self.observed_time)

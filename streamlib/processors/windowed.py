@@ -1,0 +1,148 @@
+"""Windowed aggregations of grouped streams: the shared machinery and time windows
+(Kafka Streams' ``KStreamWindowAggregate``).
+
+A windowed aggregation keeps its own observed stream time (the largest timestamp it
+has seen, or the application's stream time the runtime moved it to), which decides
+which windows are closed: a window closes once observed time − grace reaches its
+end. Results are table updates keyed by :class:`~streamlib.windows.Windowed` — every
+update (``EmitStrategy.on_window_update()``, the default; one per window per commit
+with caching) or one final result per window when it closes
+(``EmitStrategy.on_window_close()``, KIP-825).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..windows import Windowed
+from .base import Processor
+from .record import Change, Record
+from .tables import TableEmitter
+
+
+class WindowedAggregateProcessor(Processor):
+    """Observed time, emission and expiry shared by time, sliding and session windows.
+
+    Subclasses implement :meth:`process` and :meth:`closed_windows` (what became final
+    since the last emission) and set :attr:`grace_ms` / :attr:`close_offset_ms`."""
+
+    time_aware = True
+    #: window end + this = the stream time at which a window closes
+    close_offset_ms = 0
+
+    def init(self) -> None:
+        params = self.node.params
+        self.store = self.context.store(params["store"])
+        self.initializer = params["initializer"]
+        self.aggregator = params["aggregator"]
+        self.emit_final = params.get("emit_final", False)
+        self.retention_ms = params["retention_ms"]
+        self.emitter = TableEmitter(self, self.caching and not self.emit_final)
+        self._time_key = f"{self.name}.observed_time"
+        self._emit_key = f"{self.name}.last_emit_close_time"
+        self.observed_time = self.context.get_long(self._time_key)
+        self.last_emit_close_time = self.context.get_long(self._emit_key)
+
+    @property
+    def close_time(self) -> int:
+        """Windows ending before (sliding, session: at or before) this are closed."""
+        return self.observed_time - self.close_offset_ms
+
+    def observe(self, timestamp: int) -> None:
+        if timestamp > self.observed_time:
+            self.observed_time = timestamp
+
+    def watermark(self) -> int:
+        return self.observed_time - self.close_offset_ms
+
+    def initial(self) -> Any:
+        return self.initializer() if self.initializer is not None else None
+
+    def drop(self) -> None:
+        self.context.count("dropped_records")
+
+    def forward_update(self, record: Record, windowed: Windowed, ident: Any, new: Any, old: Any,
+                       timestamp: int) -> None:
+        """An update of one window (held back under ``on_window_close``)."""
+        if not self.emit_final:
+            self.emitter.emit(record.with_(windowed, None), ident, new, old, timestamp)
+
+    # -- final results -------------------------------------------------------------------
+    def closed_windows(self, close_time: int) -> Optional[list[tuple[Windowed, Any, int]]]:
+        """Windows that closed since the last emission, in emission order; ``None`` when
+        no window can have closed yet (the last emission time then stays, as in Kafka)."""
+        raise NotImplementedError
+
+    def emit_closed(self, headers: tuple = ()) -> None:
+        """Under ``on_window_close``: forward each newly closed window once (Kafka's
+        ``maybeForwardFinalResult`` with no throttling)."""
+        close_time = self.close_time
+        if not self.emit_final or close_time <= self.last_emit_close_time:
+            return
+        closed = self.closed_windows(close_time)
+        if closed is None:
+            return
+        for windowed, value, timestamp in closed:
+            self.forward(Record(windowed, Change(value, None), timestamp, headers))
+        self.last_emit_close_time = close_time
+
+    def advance_time(self, stream_time: int) -> None:
+        if stream_time > self.observed_time:
+            self.observed_time = stream_time
+            self.emit_closed()
+
+    def flush(self) -> None:
+        self.emitter.flush()
+        if self.observed_time >= 0:
+            self.store.expire(self.observed_time - self.retention_ms + 1)
+        self.context.put_long(self._time_key, self.observed_time)
+        self.context.put_long(self._emit_key, self.last_emit_close_time)
+
+
+class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
+    """Tumbling and hopping windows: a record updates every window it falls in, in
+    order of start; a window already closed drops the record (counted once per window
+    in ``dropped_records``, as Kafka does)."""
+
+    def init(self) -> None:
+        super().init()
+        self.windows = self.node.params["windows"]
+        self.close_offset_ms = self.windows.grace_ms
+
+    def process(self, record: Record) -> None:
+        key = record.key
+        if key is None:
+            self.drop()
+            return
+        timestamp = record.timestamp
+        self.observe(timestamp)
+        close_time = self.close_time
+        for window in self.windows.windows_for(timestamp):
+            if window.end <= close_time:
+                self.drop()
+                continue
+            previous = self.store.get(key, window.start)
+            if previous is None:
+                old, agg, new_timestamp = None, self.initial(), timestamp
+            else:
+                old, agg, new_timestamp = previous[0], previous[0], max(timestamp, previous[1])
+            new = self.aggregator(key, record.value, agg)
+            self.store.put(key, window.start, new, new_timestamp)
+            self.forward_update(record, Windowed(key, window), (key, window.start), new, old,
+                                new_timestamp)
+        self.emit_closed(record.headers)
+
+    def closed_windows(self, close_time: int) -> Optional[list[tuple[Windowed, Any, int]]]:
+        size = self.windows.size_ms
+        upper = close_time - size           # windows with start <= upper have end <= close time
+        if upper < 0:
+            return None
+        lower = 0 if self.last_emit_close_time < 0 else max(0, self.last_emit_close_time - size) + 1
+        return self.store.fetch_all(lower, upper)
+
+
+def reducer_aggregator(reducer):
+    """Kafka's ``aggregatorForReducer``: the first value starts the aggregate."""
+    def aggregate(key: Any, value: Any, agg: Any) -> Any:
+        return value if agg is None else reducer(agg, value)
+    return aggregate
+
