@@ -101,13 +101,14 @@ class KeyValueStore(KeyValueReads):
         """Buffer many writes; the changelog records get ``timestamp`` (one for all) or
         ``timestamps`` (one per item, ``None`` = now)."""
         items = items if isinstance(items, (list, tuple)) else list(items)
-        self._metrics.puts += len(items)
-        self._pending.update(items)
         if timestamps is not None:
             if timestamp is not None:
                 raise ValueError("put_many() takes timestamp or timestamps, not both")
             if len(timestamps) != len(items):
                 raise ValueError(f"put_many() got {len(timestamps)} timestamps for {len(items)} items")
+        self._metrics.puts += len(items)
+        self._pending.update(items)
+        if timestamps is not None:
             for (key, _), ts in zip(items, timestamps):
                 if ts is not None:
                     self._stamps[key] = ts

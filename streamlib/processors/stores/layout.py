@@ -101,26 +101,37 @@ class Layout:
 
     def scan_index(self, reads: KeyValueReads, lo: Optional[int] = None,
                    hi: Optional[int] = None) -> Iterator[tuple[bytes, Slot]]:
-        """``(key bytes, slot)`` with first time in ``[lo, hi]``, by first time, key, rest."""
+        """``(key bytes, slot)`` with first time in ``[lo, hi]``, in stored order (first
+        time, key length, key, rest)."""
         for ik, _ in reads.between(*self.index_bounds(lo, hi)):
             yield self.parse_index(ik)
 
-    def scan_all(self, reads: KeyValueReads) -> Iterator[tuple[bytes, Slot, bytes]]:
-        """``(key bytes, slot, raw value)`` of every entry, by key bytes then slot."""
+    def all_entries(self, reads: KeyValueReads) -> list[tuple[bytes, Slot, bytes]]:
+        """``(key bytes, slot, raw value)`` of every entry, by key bytes then slot (the
+        stored order is by key *length* first, hence the sort)."""
+        found = []
         for dk, raw in reads.prefix_scan(self.tag):
             kb, slot = self.parse_data(dk)
-            yield kb, slot, raw
+            found.append((kb, slot, raw))
+        found.sort(key=lambda e: (e[0], e[1]))
+        return found
 
     def time_entries(self, reads: KeyValueReads, lo: Optional[int] = None,
-                     hi: Optional[int] = None) -> Iterator[tuple[bytes, Slot, bytes]]:
-        """``(key bytes, slot, raw value)`` with first time in ``[lo, hi]``, in index order.
-        An index entry whose data is gone (a view refreshed between the two reads) is skipped."""
+                     hi: Optional[int] = None) -> list[tuple[bytes, Slot, bytes]]:
+        """``(key bytes, slot, raw value)`` with first time in ``[lo, hi]``, by first time,
+        key bytes, rest of the slot. An index entry whose data is gone (a view refreshed
+        between the two reads) is skipped."""
         found = list(self.scan_index(reads, lo, hi))
         raws = reads.get_many([self.data_key(kb, slot) for kb, slot in found])
-        for (kb, slot), raw in zip(found, raws):
-            if raw is not None:
-                yield kb, slot, raw
+        entries = [(kb, slot, raw) for (kb, slot), raw in zip(found, raws) if raw is not None]
+        entries.sort(key=time_order)
+        return entries
 
+
+def time_order(entry: tuple) -> tuple:
+    """Sort key of ``(key bytes, slot, ...)``: first time, key bytes, rest of the slot."""
+    kb, slot = entry[0], entry[1]
+    return slot[0], kb, slot[1:]
 
 WINDOWS = Layout(b"w", 1)
 SESSIONS = Layout(b"s", 2)

@@ -97,7 +97,7 @@ class SessionStoreView(StoreView):
     def all(self) -> list[tuple[Windowed, Any]]:
         """Every session, by key bytes, end, start."""
         return [(self._windowed(kb, slot), self._value(raw))
-                for kb, slot, raw in SESSIONS.scan_all(self._store)]
+                for kb, slot, raw in SESSIONS.all_entries(self._store)]
 
     def approximate_num_entries(self) -> int:
         """About the number of sessions (each session is a data and an index entry)."""

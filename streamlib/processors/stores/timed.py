@@ -11,7 +11,7 @@ from typing import Any, Iterable, Optional
 
 from ...serdes import Serde
 from .base import Entry, TypedStore
-from .layout import Layout, Slot
+from .layout import Layout, Slot, time_order
 
 _MISSING = object()
 
@@ -88,8 +88,9 @@ class TimedStore(TypedStore):
             (kb, slot): self._cache[dk] for (kb, slot), dk in zip(indexed, dks)}
         for kb, slots in self._dirty_slots.items():
             found.update(((kb, slot), e) for slot, e in self._pending(kb, slots, lo, hi))
-        ordered = sorted(found.items(), key=lambda item: (item[0][1][0], item[0][0], item[0][1][1:]))
-        return [(kb, slot, e[0], e[1]) for (kb, slot), e in ordered if e is not None]
+        entries = [(kb, slot, e[0], e[1]) for (kb, slot), e in found.items() if e is not None]
+        entries.sort(key=time_order)
+        return entries
 
     # -- expiry --------------------------------------------------------------------------
     def expire(self, before: int, timestamp: Optional[int] = None) -> None:

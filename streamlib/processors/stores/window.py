@@ -88,7 +88,7 @@ class WindowStoreView(StoreView):
     def all(self) -> list[tuple[Windowed, Any]]:
         """Every window, by key bytes then start."""
         return [(self._windowed(kb, slot[0]), self._value(raw))
-                for kb, slot, raw in WINDOWS.scan_all(self._store)]
+                for kb, slot, raw in WINDOWS.all_entries(self._store)]
 
     def approximate_num_entries(self) -> int:
         """About the number of windows (each window is a data and an index entry)."""
