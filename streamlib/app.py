@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import Any, Optional
 
 from .config import StreamsConfig
-from .processors.stores import KeyValueStoreView
+from .processors.stores import query_view
 from .state.partitioned import PartitionedReadOnlyStore
 from .topics import TopicNotFound
 from .topology import Topology, TopologyError
@@ -62,7 +62,7 @@ class Streams:
         #: the application's stream time: the largest over all tasks (-1: none yet)
         self._stream_time = -1
         self._lock = threading.Lock()
-        self._views: dict[str, KeyValueStoreView] = {}
+        self._views: dict[str, Any] = {}
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -199,8 +199,9 @@ class Streams:
         return reports
 
     # -- queries --------------------------------------------------------------------------
-    def store(self, name: str) -> KeyValueStoreView:
-        """A read-only view of store ``name`` across all tasks, as of the last committed batch."""
+    def store(self, name: str) -> Any:
+        """A read-only view of store ``name`` across all tasks, as of the last committed batch
+        (of the store's kind: key-value, window or session)."""
         if name not in self.topology.stores:
             raise KeyError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
         if name not in self._views:
@@ -211,21 +212,25 @@ class Streams:
             def paths() -> list[str]:
                 return sorted(glob.glob(os.path.join(root, f"{sub.id}_*", name)))
 
-            self._views[name] = KeyValueStoreView(
-                name, PartitionedReadOnlyStore(paths),
-                store.key_serde or self.config.default_key_serde,
-                store.value_serde or self.config.default_value_serde)
+            self._views[name] = query_view(store, PartitionedReadOnlyStore(paths), self.config)
         return self._views[name]
 
     def table(self, name: str) -> Any:
-        """Store ``name``'s current content as a Spark DataFrame (``key``, ``value``),
-        also registered as a temporary view called ``name``."""
+        """Store ``name``'s current content as a Spark DataFrame (``key``, ``value``; window
+        and session stores: ``key``, ``window_start``, ``window_end``, ``value``), also
+        registered as a temporary view called ``name``."""
         view = self.store(name)
         store = self.topology.stores[name]
         key_type = _spark_type(store.key_serde or self.config.default_key_serde)
         value_type = _spark_type(store.value_serde or self.config.default_value_serde)
-        rows = [(_plain(k, key_type), _plain(v, value_type)) for k, v in view.all()]
-        df = self.spark.createDataFrame(rows, f"key {key_type}, value {value_type}")
+        if store.kind == "kv":
+            rows = [(_plain(k, key_type), _plain(v, value_type)) for k, v in view.all()]
+            schema = f"key {key_type}, value {value_type}"
+        else:
+            rows = [(_plain(w.key, key_type), w.window.start, w.window.end, _plain(v, value_type))
+                    for w, v in view.all()]
+            schema = f"key {key_type}, window_start bigint, window_end bigint, value {value_type}"
+        df = self.spark.createDataFrame(rows, schema)
         df.createOrReplaceTempView(_view_name(name))
         return df
 

@@ -12,12 +12,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Optional
 
 from .config import StreamsConfig
-from .processors.stores import KeyValueStoreView
+from .processors.stores import KeyValueStoreView, SessionStoreView, WindowStoreView, query_view
 from .runtime.task import Task
 from .serdes import Serde
 from .state import open_task_stores
 from .time import Duration, to_millis
 from .topology import Topology, TopologyError
+
+
+_KIND_NAMES = {"kv": "key-value", "window": "window", "session": "session"}
 
 
 @dataclass
@@ -184,18 +187,32 @@ class TopologyTestDriver:
                 self._process(out_topic, out_ts, out_key, out_value, out_headers)
 
     # -- state and time ------------------------------------------------------------------
+    def _view(self, name: str, kind: Optional[str] = None) -> Any:
+        """The query view of store ``name``; with ``kind``, a clear error for another kind."""
+        d = self.topology.stores.get(name)
+        if d is None:
+            raise KeyError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
+        if kind is not None and d.kind != kind:
+            raise TypeError(f"store {name!r} is a {_KIND_NAMES.get(d.kind, d.kind)} store, "
+                            f"not a {_KIND_NAMES[kind]} store")
+        task = next(t for t in self._tasks if name in t.sub.stores)
+        return query_view(d, self._stores[task.task_id][name], self.config)
+
     def get_key_value_store(self, name: str) -> KeyValueStoreView:
         """A read-only view of a key-value store (values without timestamps)."""
-        for task in self._tasks:
-            if name in task.sub.stores:
-                d = self.topology.stores[name]
-                return KeyValueStoreView(name, self._stores[task.task_id][name],
-                                         d.key_serde or self.config.default_key_serde,
-                                         d.value_serde or self.config.default_value_serde)
-        raise KeyError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
+        return self._view(name, "kv")
 
-    def get_all_state_stores(self) -> dict[str, KeyValueStoreView]:
-        return {name: self.get_key_value_store(name) for name in self.topology.stores}
+    def get_window_store(self, name: str) -> WindowStoreView:
+        """A read-only view of a window store: ``fetch(key, time_from, time_to)``, ..."""
+        return self._view(name, "window")
+
+    def get_session_store(self, name: str) -> SessionStoreView:
+        """A read-only view of a session store: ``fetch_sessions(key)``, ..."""
+        return self._view(name, "session")
+
+    def get_all_state_stores(self) -> dict[str, Any]:
+        """Every store's read-only view, by name (each of its kind)."""
+        return {name: self._view(name) for name in self.topology.stores}
 
     def advance_wall_clock_time(self, duration: Duration) -> None:
         """Move the wall clock forward and fire the wall-clock timers now due."""

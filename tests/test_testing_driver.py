@@ -105,6 +105,16 @@ def test_key_value_store_queries():
         assert set(driver.get_all_state_stores()) == {"counts"}
 
 
+def test_store_getters_check_the_store_kind():
+    with driver_for(_counting()) as driver:
+        with pytest.raises(TypeError, match="'counts' is a key-value store, not a window store"):
+            driver.get_window_store("counts")
+        with pytest.raises(TypeError, match="not a session store"):
+            driver.get_session_store("counts")
+        with pytest.raises(KeyError, match="no store named 'nope'"):
+            driver.get_window_store("nope")
+
+
 def test_dropped_records_metric_counts_null_keys_in_aggregations():
     with driver_for(_counting()) as driver:
         driver.create_input_topic("in", S, S).pipe_key_value_list([(None, "a"), ("k", "b"), (None, "c")])

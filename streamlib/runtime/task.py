@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..config import StreamsConfig
-from ..processors import Processor, ProcessorContext, SourceProcessor, TimestampedKeyValueStore, \
-    build_processors
+from ..processors import Processor, ProcessorContext, SourceProcessor, build_processors
+from ..processors.stores import TypedStore, typed_store
 from ..processors.timers import STREAM_TIME, WALL_CLOCK_TIME, Timers
 from ..state import StoreSpec
 from ..topology import SubTopology, Topology
@@ -40,7 +40,7 @@ class Task:
             topic: proc for proc in self.processors.values() if isinstance(proc, SourceProcessor)
             for topic in proc.node.params["topics"]}
         self._stores: Any = None
-        self._views: list[TimestampedKeyValueStore] = []
+        self._views: list[TypedStore] = []
         #: (topic, source, child) when the child takes the source's rows as one table
         self._batch_child: Optional[tuple] = None
 
@@ -71,10 +71,7 @@ class Task:
         if stores is not None:
             stores.begin(batch_id)
             for name in self.sub.stores:
-                d = self.topology.stores[name]
-                view = TimestampedKeyValueStore(
-                    name, stores[name], d.key_serde or self.config.default_key_serde,
-                    d.value_serde or self.config.default_value_serde)
+                view = typed_store(self.topology.stores[name], stores[name], self.config)
                 self.context.stores[name] = view
                 self._views.append(view)
             context.task_state = stores.meta_items()

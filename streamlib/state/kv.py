@@ -96,11 +96,25 @@ class KeyValueStore(KeyValueReads):
             self._stamps.pop(key, None)
 
     def put_many(self, items: Iterable[tuple[bytes, Optional[bytes]]],
-                 timestamp: Optional[int] = None) -> None:
+                 timestamp: Optional[int] = None,
+                 timestamps: Optional[Sequence[Optional[int]]] = None) -> None:
+        """Buffer many writes; the changelog records get ``timestamp`` (one for all) or
+        ``timestamps`` (one per item, ``None`` = now)."""
         items = items if isinstance(items, (list, tuple)) else list(items)
+        if timestamps is not None:
+            if timestamp is not None:
+                raise ValueError("put_many() takes timestamp or timestamps, not both")
+            if len(timestamps) != len(items):
+                raise ValueError(f"put_many() got {len(timestamps)} timestamps for {len(items)} items")
         self._metrics.puts += len(items)
         self._pending.update(items)
-        if timestamp is not None:
+        if timestamps is not None:
+            for (key, _), ts in zip(items, timestamps):
+                if ts is not None:
+                    self._stamps[key] = ts
+                else:
+                    self._stamps.pop(key, None)
+        elif timestamp is not None:
             self._stamps.update((key, timestamp) for key, _ in items)
         elif self._stamps:
             for key, _ in items:

@@ -32,5 +32,9 @@ class KeyValueReads(ABC):
     def all(self) -> Iterator[KeyValue]:
         return self._scan((None, None))
 
+    def between(self, lower: Optional[bytes], upper: Optional[bytes]) -> Iterator[KeyValue]:
+        """Entries with ``lower <= key < upper`` (upper exclusive) in key order."""
+        return self._scan((lower, upper))
+
     def prefix_scan(self, prefix: bytes) -> Iterator[KeyValue]:
         return self._scan(prefix_bounds(prefix))

@@ -1,45 +1,39 @@
-"""Typed views of the task's byte stores, as processors use them.
+"""Timestamped key-value stores, as processors and queries see them.
 
 Values are kept with their timestamp (Kafka's timestamped key-value store); the
-view caches deserialized values for the batch so a hot key is decoded once, and
-writes its changes to the byte store in one ``put_many`` at the end of the batch.
+processor-side store caches deserialized values for the batch so a hot key is decoded
+once, and writes its changes to the byte store in one ``put_many`` at the end of the
+batch, each with its record's timestamp.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator, Optional
 
-from ..serdes import Serde
-from ..state.timestamped import decode_timestamped, encode_timestamped
-from .base import ProcessingError
+from ...state.timestamped import decode_timestamped
+from .base import Entry, StoreView, TypedStore
 
 _MISSING = object()
 
 
-class TimestampedKeyValueStore:
+class TimestampedKeyValueStore(TypedStore):
     """``get(key) -> (value, timestamp) | None`` and ``put(key, value, timestamp)``."""
 
-    def __init__(self, name: str, store: Any, key_serde: Serde, value_serde: Serde):
-        self.name = name
-        self.store = store
-        self.key_serde = key_serde
-        self.value_serde = value_serde
-        self._cache: dict[bytes, Optional[tuple[Any, int]]] = {}
-        self._dirty: dict[bytes, None] = {}
+    def __init__(self, name: str, store: Any, key_serde: Any, value_serde: Any):
+        super().__init__(name, store, key_serde, value_serde)
+        self._cache: dict[bytes, Entry] = {}
+        self._dirty: dict[bytes, int] = {}     # key bytes -> changelog timestamp
 
-    def key_bytes(self, key: Any) -> bytes:
-        return self.key_serde.serialize(key)
-
-    def get(self, key: Any) -> Optional[tuple[Any, int]]:
+    def get(self, key: Any) -> Entry:
         return self.get_by_bytes(self.key_serde.serialize(key))
 
-    def get_by_bytes(self, kb: bytes) -> Optional[tuple[Any, int]]:
+    def get_by_bytes(self, kb: bytes) -> Entry:
         cached = self._cache.get(kb, _MISSING)
         if cached is not _MISSING:
             return cached
         entry = self._cache[kb] = self._decode(self.store.get(kb))
         return entry
 
-    def get_many_by_bytes(self, kbs: list[bytes]) -> list[Optional[tuple[Any, int]]]:
+    def get_many_by_bytes(self, kbs: list[bytes]) -> list[Entry]:
         """Entries of many keys with one multi-get for those not read in this batch yet."""
         missing = [kb for kb in kbs if kb not in self._cache]
         if missing:
@@ -47,63 +41,28 @@ class TimestampedKeyValueStore:
                 self._cache[kb] = self._decode(raw)
         return [self._cache[kb] for kb in kbs]
 
-    def _decode(self, raw: Optional[bytes]) -> Optional[tuple[Any, int]]:
-        if raw is None:
-            return None
-        value, ts = decode_timestamped(raw)
-        return self.value_serde.deserialize(value), ts
-
     def put_by_bytes(self, kb: bytes, value: Any, timestamp: int) -> None:
         self._cache[kb] = None if value is None else (value, timestamp)
-        self._dirty[kb] = None
+        self._dirty[kb] = timestamp
 
     def put(self, key: Any, value: Any, timestamp: int) -> None:
         self.put_by_bytes(self.key_serde.serialize(key), value, timestamp)
 
-    def _key_repr(self, kb: bytes) -> str:
-        try:
-            return repr(self.key_serde.deserialize(kb))
-        except Exception:
-            return repr(kb)
-
     def write_back(self) -> None:
         """Hand this batch's changes to the byte store (called before the store commits)."""
-        if not self._dirty:
-            self._cache.clear()
-            return
-        items = []
-        for kb in self._dirty:
-            entry = self._cache[kb]
-            if entry is None:
-                items.append((kb, None))
-            else:
-                try:
-                    value = self.value_serde.serialize(entry[0])
-                except Exception as exc:
-                    raise ProcessingError(
-                        f"store {self.name!r} cannot serialize the value {entry[0]!r} of key "
-                        f"{self._key_repr(kb)}: {exc}; give the store a value serde "
-                        "(Materialized...with_value_serde) or change default_value_serde") from exc
-                items.append((kb, encode_timestamped(value, entry[1])))
-        self.store.put_many(items)
-        self._dirty.clear()
+        if self._dirty:
+            items = []
+            for kb in self._dirty:
+                entry = self._cache[kb]
+                items.append((kb, None if entry is None else self._encode(kb, entry)))
+            self.store.put_many(items, timestamps=list(self._dirty.values()))
+            self._dirty.clear()
         self._cache.clear()
 
 
-class KeyValueStoreView:
+class KeyValueStoreView(StoreView):
     """Read-only, typed view of a timestamped store for queries (``app.store(name)``,
     ``driver.get_key_value_store(name)``): plain values, as in Kafka Streams."""
-
-    def __init__(self, name: str, store: Any, key_serde: Serde, value_serde: Serde):
-        self.name = name
-        self._store = store
-        self._key_serde = key_serde
-        self._value_serde = value_serde
-
-    def _value(self, raw: Optional[bytes]) -> Any:
-        if raw is None:
-            return None
-        return self._value_serde.deserialize(decode_timestamped(raw)[0])
 
     def _items(self, pairs) -> Iterator[tuple[Any, Any]]:
         for kb, raw in pairs:

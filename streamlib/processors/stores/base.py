@@ -1,0 +1,69 @@
+"""What every processor-side typed store shares: serdes, and values kept with their timestamp."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ...serdes import Serde
+from ...state.timestamped import decode_timestamped, encode_timestamped
+from ..base import ProcessingError
+
+#: A decoded entry: ``(value, timestamp)``, or ``None`` for absent / deleted.
+Entry = Optional[tuple[Any, int]]
+
+
+class TypedStore:
+    """Base of the processor-side stores: ``name``, ``key_serde``, ``value_serde``.
+
+    Subclasses buffer a batch's writes as decoded values and hand them to the task's byte
+    store in :meth:`write_back`, which the task calls before the byte stores commit.
+    """
+
+    def __init__(self, name: str, store: Any, key_serde: Serde, value_serde: Serde):
+        self.name = name
+        self.store = store
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+
+    def key_bytes(self, key: Any) -> bytes:
+        return self.key_serde.serialize(key)
+
+    def _key_repr(self, kb: bytes) -> str:
+        try:
+            return repr(self.key_serde.deserialize(kb))
+        except Exception:
+            return repr(kb)
+
+    def _decode(self, raw: Optional[bytes]) -> Entry:
+        if raw is None:
+            return None
+        value, ts = decode_timestamped(raw)
+        return self.value_serde.deserialize(value), ts
+
+    def _encode(self, kb: bytes, entry: tuple[Any, int]) -> bytes:
+        """The stored bytes of ``entry``; a value the serde rejects names the store and key."""
+        try:
+            value = self.value_serde.serialize(entry[0])
+        except Exception as exc:
+            raise ProcessingError(
+                f"store {self.name!r} cannot serialize the value {entry[0]!r} of key "
+                f"{self._key_repr(kb)}: {exc}; give the store a value serde "
+                "(Materialized...with_value_serde) or change default_value_serde") from exc
+        return encode_timestamped(value, entry[1])
+
+    def write_back(self) -> None:
+        raise NotImplementedError
+
+
+class StoreView:
+    """Base of the read-only query views: ``name`` and typed reads over a byte store."""
+
+    def __init__(self, name: str, store: Any, key_serde: Serde, value_serde: Serde):
+        self.name = name
+        self._store = store
+        self._key_serde = key_serde
+        self._value_serde = value_serde
+
+    def _value(self, raw: Optional[bytes]) -> Any:
+        if raw is None:
+            return None
+        return self._value_serde.deserialize(decode_timestamped(raw)[0])

@@ -1,0 +1,75 @@
+"""One builder per store kind: the processor-side store and the query view of a StoreDef.
+
+The task runtime, the ``TopologyTestDriver`` and ``Streams.store()`` all build stores
+here, so a kind is added in one place (``STORE_KINDS``).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+from ...config import StreamsConfig
+from ...serdes import Serde
+from ...state.kv import KeyValueStore
+from ...state.reads import KeyValueReads
+from ...topology import StoreDef
+from .keyvalue import KeyValueStoreView, TimestampedKeyValueStore
+from .session import SessionStore, SessionStoreView
+from .window import TimestampedWindowStore, WindowStoreView
+
+#: (store def, byte store or reads, key serde, value serde) -> store
+Build = Callable[[StoreDef, Any, Serde, Serde], Any]
+
+
+class StoreKind(NamedTuple):
+    typed: Build
+    view: Build
+
+
+STORE_KINDS: dict[str, StoreKind] = {
+    "kv": StoreKind(lambda d, s, k, v: TimestampedKeyValueStore(d.name, s, k, v),
+                    lambda d, s, k, v: KeyValueStoreView(d.name, s, k, v)),
+    "window": StoreKind(lambda d, s, k, v: TimestampedWindowStore(d.name, s, k, v, d.window_size_ms),
+                        lambda d, s, k, v: WindowStoreView(d.name, s, k, v, d.window_size_ms)),
+    "session": StoreKind(lambda d, s, k, v: SessionStore(d.name, s, k, v),
+                         lambda d, s, k, v: SessionStoreView(d.name, s, k, v)),
+}
+
+
+def _kind(d: StoreDef) -> StoreKind:
+    try:
+        return STORE_KINDS[d.kind]
+    except KeyError:
+        raise ValueError(f"store {d.name!r} has unknown kind {d.kind!r}; "
+                         f"kinds: {sorted(STORE_KINDS)}") from None
+
+
+def _serdes(d: StoreDef, config: StreamsConfig) -> tuple[Serde, Serde]:
+    return d.key_serde or config.default_key_serde, d.value_serde or config.default_value_serde
+
+
+def typed_store(d: StoreDef, store: KeyValueStore, config: StreamsConfig) -> Any:
+    """The processor-side store for ``d.kind`` over the task's byte store. Serdes fall
+    back to ``config.default_key_serde`` / ``default_value_serde``; for window and
+    session stores the key serde is the plain key's (not a windowed serde).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from streamlib.config import StreamsConfig
+    >>> from streamlib.serdes import Serdes
+    >>> from streamlib.state import StoreSpec, open_task_stores
+    >>> stores = open_task_stores(tempfile.mkdtemp(), [StoreSpec("w", logging=False)])
+    >>> stores.begin(0)
+    >>> d = StoreDef("w", kind="window", key_serde=Serdes.string(), value_serde=Serdes.long(),
+    ...              window_size_ms=60_000)
+    >>> type(typed_store(d, stores["w"], StreamsConfig())).__name__
+    'TimestampedWindowStore'
+    >>> stores.close()
+    """
+    return _kind(d).typed(d, store, *_serdes(d, config))
+
+
+def query_view(d: StoreDef, reads: KeyValueReads, config: StreamsConfig) -> Any:
+    """The read-only, typed query view for ``d.kind`` over ``reads`` (the task's byte
+    store, or a :class:`~streamlib.state.partitioned.PartitionedReadOnlyStore`)."""
+    return _kind(d).view(d, reads, *_serdes(d, config))

@@ -1,0 +1,139 @@
+"""The processor side shared by window and session stores: a batch cache over a layout.
+
+Reads see the batch's pending writes; values are decoded once per batch. At the end of
+the batch :meth:`TimedStore.write_back` turns each changed entry into two ordinary KV
+writes (data and time index) with the record's timestamp, in one ``put_many``.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Any, Iterable, Optional
+
+from ...serdes import Serde
+from .base import Entry, TypedStore
+from .layout import Layout, Slot, time_order
+
+_MISSING = object()
+
+
+class TimedStore(TypedStore):
+    """Entries addressed by ``(key bytes, slot)``; see :mod:`.layout`."""
+
+    def __init__(self, name: str, store: Any, key_serde: Serde, value_serde: Serde, layout: Layout):
+        super().__init__(name, store, key_serde, value_serde)
+        self.layout = layout
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cache: dict[bytes, Entry] = {}            # data key -> entry (None = absent)
+        self._dirty: dict[bytes, Optional[int]] = {}    # data key -> changelog timestamp
+        self._dirty_slots: dict[bytes, set[Slot]] = {}  # key bytes -> slots changed this batch
+        self._puts_by_time: list[tuple[int, bytes]] = []  # (first time, data key) of puts, a heap
+        self._expired_to: Optional[int] = None          # expire() already covered times below
+
+    # -- entries -------------------------------------------------------------------------
+    def _get(self, kb: bytes, slot: Slot) -> Entry:
+        dk = self.layout.data_key(kb, slot)
+        cached = self._cache.get(dk, _MISSING)
+        if cached is _MISSING:
+            cached = self._cache[dk] = self._decode(self.store.get(dk))
+        return cached
+
+    def _set(self, kb: bytes, slot: Slot, dk: bytes, entry: Entry, stamp: Optional[int]) -> None:
+        self._cache[dk] = entry
+        self._dirty[dk] = stamp
+        self._dirty_slots.setdefault(kb, set()).add(slot)
+        if entry is not None:
+            heapq.heappush(self._puts_by_time, (slot[0], dk))
+
+    def _put(self, kb: bytes, slot: Slot, value: Any, timestamp: int) -> None:
+        """Write ``value`` (None deletes) with ``timestamp``."""
+        self._set(kb, slot, self.layout.data_key(kb, slot),
+                  None if value is None else (value, timestamp), timestamp)
+
+    def _remove(self, kb: bytes, slot: Slot, timestamp: Optional[int]) -> None:
+        self._set(kb, slot, self.layout.data_key(kb, slot), None, timestamp)
+
+    def _cached(self, dk: bytes, raw: bytes) -> Entry:
+        cached = self._cache.get(dk, _MISSING)
+        if cached is _MISSING:
+            cached = self._cache[dk] = self._decode(raw)
+        return cached
+
+    def _pending(self, kb: bytes, slots: Iterable[Slot], lo: Optional[int],
+                 hi: Optional[int]) -> Iterable[tuple[Slot, Entry]]:
+        for slot in slots:
+            if (lo is None or slot[0] >= lo) and (hi is None or slot[0] <= hi):
+                yield slot, self._cache[self.layout.data_key(kb, slot)]
+
+    def _key_entries(self, kb: bytes, lo: Optional[int] = None,
+                     hi: Optional[int] = None) -> list[tuple[Slot, Any, int]]:
+        """``(slot, value, ts)`` of ``kb`` with first time in ``[lo, hi]``, by slot."""
+        found: dict[Slot, Entry] = {slot: self._cached(dk, raw)
+                                    for dk, slot, raw in self.layout.scan_key(self.store, kb, lo, hi)}
+        found.update(self._pending(kb, self._dirty_slots.get(kb, ()), lo, hi))
+        return [(slot, e[0], e[1]) for slot, e in sorted(found.items()) if e is not None]
+
+    def _time_entries(self, lo: Optional[int] = None,
+                      hi: Optional[int] = None) -> list[tuple[bytes, Slot, Any, int]]:
+        """``(key bytes, slot, value, ts)`` with first time in ``[lo, hi]``, by first
+        time, key bytes, then the rest of the slot."""
+        layout = self.layout
+        indexed = list(layout.scan_index(self.store, lo, hi))
+        dks = [layout.data_key(kb, slot) for kb, slot in indexed]
+        missing = [dk for dk in dks if dk not in self._cache]
+        for dk, raw in zip(missing, self.store.get_many(missing)):
+            self._cache[dk] = self._decode(raw)
+        found: dict[tuple[bytes, Slot], Entry] = {
+            (kb, slot): self._cache[dk] for (kb, slot), dk in zip(indexed, dks)}
+        for kb, slots in self._dirty_slots.items():
+            found.update(((kb, slot), e) for slot, e in self._pending(kb, slots, lo, hi))
+        entries = [(kb, slot, e[0], e[1]) for (kb, slot), e in found.items() if e is not None]
+        entries.sort(key=time_order)
+        return entries
+
+    # -- expiry --------------------------------------------------------------------------
+    def expire(self, before: int, timestamp: Optional[int] = None) -> None:
+        """Delete every entry whose first time (window start, session end) is ``< before``.
+
+        Scans only the index below ``before`` (and, within a batch, only the part not
+        scanned by an earlier call); ``timestamp`` is the tombstones' changelog timestamp
+        (None: now)."""
+        heap = self._puts_by_time
+        done = self._expired_to
+        if done is not None and before <= done and not (heap and heap[0][0] < before):
+            return
+        if done is None or before > done:
+            for kb, slot in self.layout.scan_index(self.store, done, before - 1):
+                self._remove(kb, slot, timestamp)
+            self._expired_to = before
+        while heap and heap[0][0] < before:
+            _, dk = heapq.heappop(heap)
+            if self._cache.get(dk) is not None:
+                kb, slot = self.layout.parse_data(dk)
+                self._remove(kb, slot, timestamp)
+
+    # -- end of batch --------------------------------------------------------------------
+    def write_back(self) -> None:
+        """Hand the batch's changes to the byte store: data and index entry per change,
+        with its timestamp. Deletes of entries the byte store never had are dropped (a
+        session created and merged away within the batch leaves no changelog record)."""
+        if not self._dirty:
+            self._reset()
+            return
+        layout = self.layout
+        deletes = [dk for dk, _ in self._dirty.items() if self._cache[dk] is None]
+        stored = dict(zip(deletes, self.store.get_many(deletes)))
+        items: list[tuple[bytes, Optional[bytes]]] = []
+        stamps: list[Optional[int]] = []
+        for dk, stamp in self._dirty.items():
+            entry = self._cache[dk]
+            if entry is None and stored[dk] is None:
+                continue
+            kb, slot = layout.parse_data(dk)
+            items.append((dk, None if entry is None else self._encode(kb, entry)))
+            items.append((layout.index_key(kb, slot), None if entry is None else b""))
+            stamps += (stamp, stamp)
+        if items:
+            self.store.put_many(items, timestamps=stamps)
+        self._reset()
