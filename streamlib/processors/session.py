@@ -58,4 +58,4 @@ class SessionWindowAggregateProcessor(WindowedAggregateProcessor):
         if upper < 0 or upper < lower:
             return None
         return [(windowed, value, windowed.window.end)
-                for windowed, value, _ in self.store.sessions_ending_between(lower, upper)]
+                for windowed, value, _ in self.store.fetch_all(lower, upper)]

@@ -93,7 +93,9 @@ class WindowedAggregateProcessor(Processor):
     def flush(self) -> None:
         self.emitter.flush()
         if self.observed_time >= 0:
-            self.store.expire(self.observed_time - self.retention_ms + 1)
+            # Kafka's key-ordered window store keeps starts > observed − retention, its
+            # time-ordered one (used for on_window_close) starts >= observed − retention
+            self.store.expire(self.observed_time - self.retention_ms + (0 if self.emit_final else 1))
         self.context.put_long(self._time_key, self.observed_time)
         self.context.put_long(self._emit_key, self.last_emit_close_time)
 

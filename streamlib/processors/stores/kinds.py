@@ -12,12 +12,17 @@ from ...serdes import Serde
 from ...state.kv import KeyValueStore
 from ...state.reads import KeyValueReads
 from ...topology import StoreDef
+from .buffer import TimeOrderedBuffer
 from .keyvalue import KeyValueStoreView, TimestampedKeyValueStore
 from .session import SessionStore, SessionStoreView
 from .window import TimestampedWindowStore, WindowStoreView
 
 #: (store def, byte store or reads, key serde, value serde) -> store
 Build = Callable[[StoreDef, Any, Serde, Serde], Any]
+
+
+def _not_queryable(d: StoreDef, *_: Any) -> Any:
+    raise ValueError(f"store {d.name!r} is an internal {d.kind} store; it cannot be queried")
 
 
 class StoreKind(NamedTuple):
@@ -32,6 +37,7 @@ STORE_KINDS: dict[str, StoreKind] = {
                         lambda d, s, k, v: WindowStoreView(d.name, s, k, v, d.window_size_ms)),
     "session": StoreKind(lambda d, s, k, v: SessionStore(d.name, s, k, v),
                          lambda d, s, k, v: SessionStoreView(d.name, s, k, v)),
+    "buffer": StoreKind(lambda d, s, k, v: TimeOrderedBuffer(d.name, s), _not_queryable),
 }
 
 
