@@ -309,7 +309,12 @@ def test_changelog_records_carry_the_records_timestamps(tmp_path, backend):
         k.put("y", 2, 22)
         k.put("z", None, 23)
         commit(stores, w, s, k)
-    stamps = {t: [(r.key, r.timestamp) for r in backend.read(f"app-{t}-changelog", 0, 0, 100)]
+        w, s = begin(stores, 1)
+        w.put("a", 0, 5, timestamp=30)            # an update: the index entry stays as it is
+        commit(stores, w)
+    assert [(r.key, r.timestamp) for r in backend.read("app-w-changelog", 0, 4, 10)] == [
+        (WINDOWS.data_key(b"a", (0,)), 30)]
+    stamps = {t: [(r.key, r.timestamp) for r in backend.read(f"app-{t}-changelog", 0, 0, 4)]
               for t in "wsk"}
     assert sorted(ts for _, ts in stamps["w"]) == [17, 17, 117, 117]
     assert {ts for key, ts in stamps["w"] if key == WINDOWS.data_key(b"a", (100,))} == {117}

@@ -115,25 +115,28 @@ class TimedStore(TypedStore):
 
     # -- end of batch --------------------------------------------------------------------
     def write_back(self) -> None:
-        """Hand the batch's changes to the byte store: data and index entry per change,
-        with its timestamp. Deletes of entries the byte store never had are dropped (a
-        session created and merged away within the batch leaves no changelog record)."""
+        """Hand the batch's changes to the byte store, each with its timestamp: the data
+        entry, and the index entry when the entry appears or disappears. Deletes of
+        entries the byte store never had are dropped (a session created and merged away
+        within the batch leaves no changelog record). The byte store remembers what this
+        reads, so the commit's undo record costs no second read."""
         if not self._dirty:
             self._reset()
             return
         layout = self.layout
-        deletes = [dk for dk, _ in self._dirty.items() if self._cache[dk] is None]
-        stored = dict(zip(deletes, self.store.get_many(deletes)))
+        dks = list(self._dirty)
         items: list[tuple[bytes, Optional[bytes]]] = []
         stamps: list[Optional[int]] = []
-        for dk, stamp in self._dirty.items():
-            entry = self._cache[dk]
-            if entry is None and stored[dk] is None:
+        for dk, was in zip(dks, self.store.get_many(dks)):
+            entry, stamp = self._cache[dk], self._dirty[dk]
+            if entry is None and was is None:
                 continue
             kb, slot = layout.parse_data(dk)
             items.append((dk, None if entry is None else self._encode(kb, entry)))
-            items.append((layout.index_key(kb, slot), None if entry is None else b""))
-            stamps += (stamp, stamp)
+            stamps.append(stamp)
+            if entry is None or was is None:
+                items.append((layout.index_key(kb, slot), None if entry is None else b""))
+                stamps.append(stamp)
         if items:
             self.store.put_many(items, timestamps=stamps)
         self._reset()
