@@ -49,8 +49,19 @@ class SessionWindowAggregateProcessor(WindowedAggregateProcessor):
             agg = self.aggregator(key, record.value, agg)
             window = Window(start, end)
             self.store.put(key, window, agg, end)
+            self.stored(end)
             self.forward_update(record, Windowed(key, window), (key, window), agg, None, end)
         self.emit_closed(record.headers)
+
+    def expired_before(self) -> int:
+        """Sessions ending before this are gone. Kafka's time-ordered session store
+        (on_window_close) hides ends < store time − retention; its key-ordered one drops
+        whole segments of max(retention / 2, 1 min) once they fall behind."""
+        cutoff = self.store_time - self.retention_ms
+        if self.emit_final or cutoff < 0:
+            return cutoff
+        segment = max(self.retention_ms // 2, 60_000)
+        return cutoff // segment * segment
 
     def closed_windows(self, close_time: int) -> Optional[list[tuple[Windowed, Any, int]]]:
         upper = close_time - 1      # both ends inclusive: a session ending before close time

@@ -124,6 +124,7 @@ class SlidingWindowAggregateProcessor(WindowedAggregateProcessor):
         start = record.timestamp + 1
         value, max_ts = right_agg
         self.store.put(record.key, start, value, max_ts)
+        self.stored(start)
         self.forward_update(record, self._windowed(record.key, start), (record.key, start), value,
                             None, max_ts)
 
@@ -137,6 +138,7 @@ class SlidingWindowAggregateProcessor(WindowedAggregateProcessor):
         new = self.aggregator(record.key, record.value, old)
         timestamp = record.timestamp if old is None else max(record.timestamp, old_ts)
         self.store.put(record.key, start, new, timestamp)
+        self.stored(start)
         self.forward_update(record, self._windowed(record.key, start), (record.key, start), new,
                             None if created else old, timestamp)
 

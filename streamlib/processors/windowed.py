@@ -39,8 +39,12 @@ class WindowedAggregateProcessor(Processor):
         self.emitter = TableEmitter(self, self.caching and not self.emit_final)
         self._time_key = f"{self.name}.observed_time"
         self._emit_key = f"{self.name}.last_emit_close_time"
+        self._store_time_key = f"{self.name}.store_time"
         self.observed_time = self.context.get_long(self._time_key)
         self.last_emit_close_time = self.context.get_long(self._emit_key)
+        #: the largest window start (session end) put into the store: what expiry
+        #: counts from, as in Kafka's segmented stores
+        self.store_time = self.context.get_long(self._store_time_key)
 
     @property
     def close_time(self) -> int:
@@ -90,14 +94,24 @@ class WindowedAggregateProcessor(Processor):
             self.observed_time = stream_time
             self.emit_closed()
 
+    def stored(self, time: int) -> None:
+        """A window starting (a session ending) at ``time`` was put into the store."""
+        if time > self.store_time:
+            self.store_time = time
+
+    def expired_before(self) -> int:
+        """Windows starting before this are gone from the store. Kafka's key-ordered
+        window store keeps starts > store time − retention, its time-ordered one (used
+        for on_window_close) starts >= store time − retention."""
+        return self.store_time - self.retention_ms + (0 if self.emit_final else 1)
+
     def flush(self) -> None:
         self.emitter.flush()
-        if self.observed_time >= 0:
-            # Kafka's key-ordered window store keeps starts > observed − retention, its
-            # time-ordered one (used for on_window_close) starts >= observed − retention
-            self.store.expire(self.observed_time - self.retention_ms + (0 if self.emit_final else 1))
+        if self.store_time >= 0:
+            self.store.expire(self.expired_before())
         self.context.put_long(self._time_key, self.observed_time)
         self.context.put_long(self._emit_key, self.last_emit_close_time)
+        self.context.put_long(self._store_time_key, self.store_time)
 
 
 class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
@@ -129,6 +143,7 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
                 old, agg, new_timestamp = previous[0], previous[0], max(timestamp, previous[1])
             new = self.aggregator(key, record.value, agg)
             self.store.put(key, window.start, new, new_timestamp)
+            self.stored(window.start)
             self.forward_update(record, Windowed(key, window), (key, window.start), new, old,
                                 new_timestamp)
         self.emit_closed(record.headers)
