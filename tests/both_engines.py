@@ -71,7 +71,8 @@ def run_driver(topology: Topology, inputs: list[Input], outputs: Outputs,
                   for inp in inputs}
         for inp, (key, value, timestamp) in in_time_order(inputs):
             topics[inp.topic].pipe_input(key, value, timestamp)
-        stores = {name: dict(driver.get_key_value_store(name).all()) for name in topology.stores
+        views = driver.get_all_state_stores()
+        stores = {name: dict(views[name].all()) for name in topology.stores
                   if topology.stores[name].queryable}
         written = {topic: [(r.key, r.value, r.timestamp, 0) for r in
                            driver.create_output_topic(topic, *serdes).read_records_to_list()]

@@ -113,7 +113,7 @@ class KTable:
                               user_named=False, step="KTABLE-SUPPRESS")
         node = self._graph.add("KTABLE-SUPPRESS", "suppress", [self._node], name=node_name,
                                stores=(store,), store=store, grace_ms=grace,
-                               windowed_key_serde=self._windowed.serde(self.key_serde),
+                               windowed_keys=self._windowed, key_serde=self.key_serde,
                                value_serde=self.value_serde)
         return KTable(self._graph, node, self.key_serde, self.value_serde, None, windowed=self._windowed)
 

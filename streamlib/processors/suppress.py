@@ -22,8 +22,10 @@ class SuppressProcessor(Processor):
         params = self.node.params
         self.buffer: TimeOrderedBuffer = self.context.store(params["store"])
         self.grace_ms = params["grace_ms"]
-        self.key_serde = params["windowed_key_serde"]
-        self.value_serde = params["value_serde"] or self.context.config.default_value_serde
+        config = self.context.config
+        # keys buffered in Kafka's windowed wire format, so ties order as in Kafka
+        self.key_serde = params["windowed_keys"].serde(params["key_serde"] or config.default_key_serde)
+        self.value_serde = params["value_serde"] or config.default_value_serde
         self._time_key = f"{self.name}.observed_time"
         self.observed_time = self.context.get_long(self._time_key)
 

@@ -1,0 +1,144 @@
+"""Windowed aggregations through Spark: the same final results as the driver (and a
+plain-Python model) over several micro-batches, partitions, cache on and off; windows
+close on tasks whose partitions got nothing; restarts and lost state emit every final
+result exactly once."""
+from __future__ import annotations
+
+import random
+import shutil
+from collections import Counter
+
+import pytest
+
+from streamlib import (Consumed, Materialized, Produced, Serdes, SessionWindows, StreamsBuilder,
+                       Suppressed, TimeWindows)
+from both_engines import Input, run_both, run_spark
+from engine import Workspace
+
+S, L = Serdes.string(), Serdes.long()
+SIZE, GRACE = 1000, 200
+WINDOWED = Serdes.time_windowed(S, SIZE)
+
+
+def final_counts_topology(suppress: bool = True, hopping: bool = False):
+    builder = StreamsBuilder()
+    windows = TimeWindows.of(SIZE, grace=GRACE)
+    if hopping:
+        windows = windows.advance_by(SIZE // 2)
+    table = (builder.stream("events", consumed=Consumed.with_(S, S)).group_by_key()
+             .windowed_by(windows).count(materialized=Materialized.as_("counts")))
+    if suppress:
+        table = table.suppress(Suppressed.until_window_closes())
+    table.to_stream().to("final", produced=Produced.with_(WINDOWED, L))
+    return builder.build()
+
+
+def sessions_topology():
+    builder = StreamsBuilder()
+    (builder.stream("events", consumed=Consumed.with_(S, S)).group_by_key()
+     .windowed_by(SessionWindows.with_inactivity_gap(300, grace=100))
+     .count(materialized=Materialized.as_("sessions"))
+     .to_stream().to("final", produced=Produced.with_(Serdes.session_windowed(S), L)))
+    return builder.build()
+
+
+def events(seed: int, n: int = 300, keys: int = 6) -> list[tuple]:
+    """Mostly increasing timestamps, some out of order within grace, a few too late."""
+    rng = random.Random(seed)
+    clock, out = 0, []
+    for _ in range(n):
+        clock += rng.randint(0, 60)
+        ts = clock - rng.choice([0, 0, 0, 50, 150, 900])
+        out.append((f"k{rng.randrange(keys)}", "v", max(ts, 0)))
+    return out
+
+
+def assert_outputs_agree(driver, sparked, every_update: bool) -> None:
+    """Same output topic on both engines. (Store contents may differ in windows past
+    retention: each task expires from the largest window it stored, as in Kafka.)"""
+    assert sparked.final("final") == driver.final("final")
+    if every_update:
+        assert sparked.per_key("final") == driver.per_key("final")
+
+
+def model_final(records: list[tuple]) -> dict:
+    """Final tumbling counts by Kafka's rules, for one task processing in this order."""
+    counts: Counter = Counter()
+    stream_time = -1
+    for key, _, ts in records:
+        stream_time = max(stream_time, ts)
+        start = ts - ts % SIZE
+        if start + SIZE > stream_time - GRACE:
+            counts[(key, start)] += 1
+    return {(k, s): n for (k, s), n in counts.items() if s + SIZE + GRACE <= stream_time}
+
+
+@pytest.mark.parametrize("cache", [True, False], ids=["cached", "uncached"])
+def test_final_counts_match_driver_and_model(spark, tmp_path, cache):
+    records = events(1)
+    inputs = [Input("events", records, partitions=2)]
+    driver, sparked = run_both(spark, tmp_path, final_counts_topology, inputs, {"final": (WINDOWED, L)},
+                               cache_max_bytes=(1 << 20) if cache else 0, max_records_per_batch=70)
+    finals = [(w, n) for w, n, _, _ in sparked.outputs["final"]]
+    # exactly one result per window, and each window's final count
+    assert len(finals) == len({w for w, _ in finals})
+    assert_outputs_agree(driver, sparked, every_update=not cache)
+
+
+def test_hopping_updates_match_driver(spark, tmp_path):
+    inputs = [Input("events", events(2, n=200), partitions=2)]
+    driver, sparked = run_both(spark, tmp_path, lambda: final_counts_topology(suppress=False, hopping=True),
+                               inputs, {"final": (WINDOWED, L)}, cache_max_bytes=0,
+                               max_records_per_batch=60)
+    assert_outputs_agree(driver, sparked, every_update=True)
+
+
+def test_sessions_match_driver(spark, tmp_path):
+    inputs = [Input("events", events(3, n=200), partitions=2)]
+    driver, sparked = run_both(spark, tmp_path, sessions_topology, inputs,
+                               {"final": (Serdes.session_windowed(S), L)}, cache_max_bytes=0,
+                               max_records_per_batch=50)
+    assert_outputs_agree(driver, sparked, every_update=True)
+
+
+def test_windows_close_on_idle_tasks(spark, tmp_path):
+    """Keys on both partitions, then new records on partition 0 only: every task's
+    windows close (the application's stream time reaches every task), in-order input."""
+    workspace = Workspace(tmp_path)
+    workspace.backend.create_topic("events", partitions=2)
+    first = [("a", "v", 100), ("b", "v", 200), ("c", "v", 300), ("d", "v", 400)]
+    for key, value, ts in first:
+        workspace.backend.produce("events", key=key.encode(), value=value.encode(), timestamp=ts,
+                                  partition=hash(key) % 2)
+    workspace.backend.flush()
+    app = workspace.run(spark, final_counts_topology())
+    app.stop()
+    assert workspace.read("final", WINDOWED, L) == []
+    workspace.backend.produce("events", key=b"z", value=b"v", timestamp=5000, partition=0)
+    workspace.backend.flush()
+    app = workspace.run(spark, final_counts_topology())
+    metrics = app.metrics()
+    app.stop()
+    finals = {(w.key, w.window.start): n for w, n, _ in workspace.read("final", WINDOWED, L)}
+    assert finals == {("a", 0): 1, ("b", 0): 1, ("c", 0): 1, ("d", 0): 1}
+    assert metrics["stream_time"] == 5000 and metrics["watermark"] == 5000 - GRACE
+
+
+@pytest.mark.parametrize("lose_state", [False, True], ids=["restart", "lost-state"])
+def test_restart_emits_each_final_result_once(spark, tmp_path, lose_state):
+    records = events(4, n=240)
+    workspace = Workspace(tmp_path)
+    halves = records[:120], records[120:]
+    for half in halves:
+        workspace.produce("events", half, partitions=2)
+        app = workspace.run(spark, final_counts_topology(), max_records_per_batch=50)
+        app.stop()
+        if lose_state:
+            shutil.rmtree(workspace.state_dir)
+    finals = [(w, n) for w, n, _ in workspace.read("final", WINDOWED, L)]
+    assert len(finals) == len({w for w, _ in finals}), "a final result was emitted twice"
+    fresh = Workspace(tmp_path / "fresh")
+    expected = run_spark(spark, fresh, final_counts_topology(), [Input("events", records, partitions=2)],
+                         {"final": (WINDOWED, L)}, max_records_per_batch=50)
+    assert sorted(finals, key=repr) == sorted(
+        [(w, n) for w, n, _, _ in expected.outputs["final"]], key=repr)
