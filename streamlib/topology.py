@@ -15,7 +15,7 @@ SOURCE_KINDS = ("source",)
 #: Node kinds that write records out of a sub-topology.
 SINK_KINDS = ("sink", "repartition")
 #: KTable steps that pass a table's changes on, so need old values only if their children do.
-DERIVED_TABLE_KINDS = ("table_filter", "table_map_values")
+DERIVED_TABLE_KINDS = ("table_filter", "table_map_values", "table_join", "table_join_merge")
 #: Children of a table that use only the new value of a change.
 NEW_VALUE_ONLY_KINDS = ("to_stream",)
 
@@ -117,12 +117,15 @@ class Topology:
 
     def sends_old_values(self, name: str) -> bool:
         """Whether a KTable node must forward old values (Kafka Streams' ``sendOldValues``):
-        true when a child (through filters and map_values) re-groups, joins or suppresses
-        the table; false when its changes only go ``to_stream()``."""
+        true when a child (through filters, map_values and table–table joins) re-groups,
+        suppresses or is the kept side of a left/outer join (Kafka's ``doJoin``); false
+        when its changes only go ``to_stream()``."""
         for child in self.children(name):
             kind = self.nodes[child].kind
             if kind in NEW_VALUE_ONLY_KINDS:
                 continue
+            if self.nodes[child].params.get("parent_sends_old_values"):
+                return True  # a left/outer join side needs to see whether a row existed
             if kind not in DERIVED_TABLE_KINDS or self.sends_old_values(child):
                 return True
         return False

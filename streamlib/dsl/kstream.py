@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterable, Optional
 from ..serdes import Serde
 from ..topology import TopologyError
 from .graph import GraphBuilder
-from .options import Grouped, Materialized, Produced, Repartitioned
+from .options import Grouped, Joined, Materialized, Produced, Repartitioned
 
 
 def is_column(obj: Any) -> bool:
@@ -30,6 +30,8 @@ class KStream:
         self.key_serde = key_serde
         self.value_serde = value_serde
         self._repartition_required = repartition_required
+        #: the repartition that joins of this stream share (generated name), made on first use
+        self._join_repartitioned: Optional["KStream"] = None
 
     @property
     def node_name(self) -> str:
@@ -158,6 +160,62 @@ class KStream:
                                stores=(store,), store=store)
         return KTable(self._graph, node, key_serde, value_serde, store,
                       queryable=bool(materialized and materialized.store_name))
+
+    # -- joins -------------------------------------------------------------------------
+    def join(self, other: Any, joiner: Callable[[Any, Any], Any], joined: Optional[Joined] = None) -> "KStream":
+        """Join each record with ``other``'s row for its key (a ``KTable``): Kafka Streams'
+        classic stream–table join. Only stream records trigger; each meets the table as
+        it is when the record is processed; records without a row emit nothing. The
+        result keeps the record's key and timestamp. A stream whose key changed upstream
+        is repartitioned first, so it is co-partitioned with the table.
+
+        Examples
+        --------
+        >>> from streamlib import StreamsBuilder
+        >>> builder = StreamsBuilder()
+        >>> customers = builder.table("customers")
+        >>> builder.stream("orders").join(customers, lambda o, c: f"{o} for {c}").to("enriched")
+        """
+        return self._table_join(other, joiner, joined, left=False)
+
+    def left_join(self, other: Any, joiner: Callable[[Any, Any], Any],
+                  joined: Optional[Joined] = None) -> "KStream":
+        """Like :meth:`join`, but a record without a row (or with a ``None`` key) yields
+        ``joiner(value, None)``."""
+        return self._table_join(other, joiner, joined, left=True)
+
+    def _table_join(self, table: Any, joiner: Callable[[Any, Any], Any], joined: Optional[Joined],
+                    left: bool) -> "KStream":
+        from .ktable import KTable
+        what = "left_join" if left else "join"
+        if not isinstance(table, KTable) or table._graph is not self._graph:
+            raise TopologyError(f"{what}(): the other side must be a KTable of the same StreamsBuilder")
+        if table._windowed is not None:
+            raise TopologyError(f"{what}(): {table.node_name} is a windowed table; a stream joins "
+                                "only a table keyed like its records")
+        joined = joined or Joined()
+        if joined.grace_ms > 0:
+            raise TopologyError(f"{what}(): a grace period (the late-update re-trigger join) is not "
+                                "part of this version; use grace=0, Kafka Streams' classic join")
+        store = table._lookup_store()
+        stream = self
+        if self._repartition_required:
+            stream = self._join_repartition(joined)
+        node = self._graph.add("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", "stream_table_join",
+                               [stream._node], name=joined.name, stores=(store,), store=store,
+                               joiner=joiner, left=left)
+        return KStream(self._graph, node, stream.key_serde, None)
+
+    def _join_repartition(self, joined: Joined) -> "KStream":
+        """The stream repartitioned by its key for a join; one generated repartition is
+        shared by all joins of this stream, a named join gets its own (as Kafka)."""
+        key_serde = joined.key_serde or self.key_serde
+        value_serde = joined.value_serde or self.value_serde
+        if joined.name is not None:
+            return self._repartition(joined.name, key_serde, value_serde)
+        if self._join_repartitioned is None:
+            self._join_repartitioned = self._repartition(None, key_serde, value_serde)
+        return self._join_repartitioned
 
     # -- grouping ------------------------------------------------------------------------
     def group_by_key(self, grouped: Optional[Grouped] = None):

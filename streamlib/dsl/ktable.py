@@ -1,12 +1,27 @@
 """``KTable``: a changelog stream read as the latest value per key."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ..serdes import Serde
 from ..topology import StoreDef, TopologyError
 from .graph import GraphBuilder
 from .options import Grouped, Materialized, Suppressed
+
+#: Table steps that can keep their rows in a store when a join needs to look them up.
+MATERIALIZABLE_KINDS = ("table_filter", "table_map_values", "table_join_merge")
+
+
+@dataclass(frozen=True)
+class Reversed:
+    """``joiner`` with its arguments swapped (Kafka's ``reverseJoiner``), picklable:
+    the other side of a table–table join calls it as ``(own value, this table's value)``."""
+
+    joiner: Callable[[Any, Any], Any]
+
+    def __call__(self, other_value: Any, this_value: Any) -> Any:
+        return self.joiner(this_value, other_value)
 
 
 def materialize(graph: GraphBuilder, materialized: Optional[Materialized], prefix: str,
@@ -142,6 +157,85 @@ class KTable:
                                  internal=True, key_serde=grouped.key_serde,
                                  value_serde=grouped.value_serde, changes=True)
         return KGroupedTable(self._graph, source, grouped.key_serde, grouped.value_serde)
+
+    # -- joins -------------------------------------------------------------------------
+    def join(self, other: "KTable", joiner: Callable[[Any, Any], Any],
+             materialized: Optional[Materialized] = None, name: Optional[str] = None) -> "KTable":
+        """Inner join with ``other`` on the key: a row for every key both tables have,
+        ``joiner(this_value, other_value)``, updated whenever either side changes; a key
+        that loses its match is deleted (Kafka Streams' ``KTable#join``). The result's
+        timestamp is the larger of both rows'. Also joins two windowed tables on their
+        ``Windowed`` keys.
+
+        Examples
+        --------
+        >>> from streamlib import StreamsBuilder, Materialized
+        >>> builder = StreamsBuilder()
+        >>> users, regions = builder.table("users"), builder.table("regions")
+        >>> users.join(regions, lambda u, r: f"{u}@{r}",
+        ...            materialized=Materialized.as_("user-regions")).to_stream().to("out")
+        """
+        return self._join(other, joiner, "inner", materialized, name)
+
+    def left_join(self, other: "KTable", joiner: Callable[[Any, Any], Any],
+                  materialized: Optional[Materialized] = None, name: Optional[str] = None) -> "KTable":
+        """Left join: every row of this table, ``joiner(value, other_value_or_None)``."""
+        return self._join(other, joiner, "left", materialized, name)
+
+    def outer_join(self, other: "KTable", joiner: Callable[[Any, Any], Any],
+                   materialized: Optional[Materialized] = None, name: Optional[str] = None) -> "KTable":
+        """Outer join: a row for every key of either table; the missing side is ``None``."""
+        return self._join(other, joiner, "outer", materialized, name)
+
+    def _join(self, other: "KTable", joiner: Callable[[Any, Any], Any], how: str,
+              materialized: Optional[Materialized], name: Optional[str]) -> "KTable":
+        if not isinstance(other, KTable) or other._graph is not self._graph:
+            raise TopologyError(f"{how} join: the other side must be a KTable of the same StreamsBuilder")
+        if (self._windowed is None) != (other._windowed is None):
+            raise TopologyError(f"{self._node} and {other._node}: a windowed table joins only "
+                                "another windowed table")
+        if materialized is not None and self._windowed is not None:
+            raise TopologyError(f"{self._node}: the join of windowed tables cannot be materialized "
+                                "into a key-value store; query the windowed inputs' stores")
+        this_store, other_store = self._lookup_store(), other._lookup_store()
+        this_prefix, other_prefix = {"inner": ("KTABLE-JOINTHIS", "KTABLE-JOINOTHER"),
+                                     "left": ("KTABLE-LEFTTHIS", "KTABLE-LEFTOTHER"),
+                                     "outer": ("KTABLE-OUTERTHIS", "KTABLE-OUTEROTHER")}[how]
+        this_mode, other_mode = {"inner": ("inner", "inner"), "left": ("left", "right"),
+                                 "outer": ("outer", "outer")}[how]
+        this_node = self._graph.add(this_prefix, "table_join", [self._node], stores=(other_store,),
+                                    store=other_store, joiner=joiner, mode=this_mode,
+                                    parent_sends_old_values=this_mode != "inner")
+        other_node = self._graph.add(other_prefix, "table_join", [other._node], stores=(this_store,),
+                                     store=this_store, joiner=Reversed(joiner), mode=other_mode,
+                                     parent_sends_old_values=other_mode == "outer")
+        value_serde = materialized.value_serde if materialized else None
+        store = None
+        if materialized is not None:
+            key_serde = materialized.key_serde or self.key_serde
+            store = materialize(self._graph, materialized, "KTABLE-MERGE", key_serde, value_serde)
+        node = self._graph.add("KTABLE-MERGE", "table_join_merge", [this_node, other_node], name=name,
+                               stores=(store,) if store else (), store=store)
+        return KTable(self._graph, node, self.key_serde, value_serde, store,
+                      queryable=bool(materialized and materialized.store_name), windowed=self._windowed)
+
+    def _lookup_store(self) -> str:
+        """The store a join looks this table's rows up in. A table without one (a filter
+        or map_values without ``materialized``, an unmaterialized join) gets one: its
+        node then keeps its rows in an internal store (Kafka's value getters compute
+        them on the fly from the parent's store instead; the results are the same)."""
+        if self._store is not None:
+            return self._store
+        node = self._graph.nodes[self._node]
+        if self._windowed is not None or node.kind not in MATERIALIZABLE_KINDS:
+            raise TopologyError(f"{self._node}: this table has no store to join against; "
+                                "join the table it derives from, or materialize it")
+        store = materialize(self._graph, None, node.name.rsplit("-", 1)[0], self.key_serde,
+                            self.value_serde)
+        node.stores = (store,)
+        node.params["store"] = store
+        self._store = store
+        return store
 
     def __repr__(self) -> str:
         return f"KTable({self._node}, store={self._store})"

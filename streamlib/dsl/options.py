@@ -137,8 +137,11 @@ class Joined:
 
     @staticmethod
     def with_(key_serde: Optional[Serde] = None, value_serde: Optional[Serde] = None,
-              other_value_serde: Optional[Serde] = None, grace: Duration = timedelta(0)) -> "Joined":
-        return Joined(key_serde, value_serde, other_value_serde, grace)
+              other_value_serde: Optional[Serde] = None, grace: Duration = timedelta(0), *,
+              name: Optional[str] = None) -> "Joined":
+        """Serdes for the repartition a re-keyed stream needs, the grace, and a name for
+        the join step (and its repartition topic ``<name>-repartition``)."""
+        return Joined(key_serde, value_serde, other_value_serde, grace, name)
 
     @property
     def grace_ms(self) -> int:

@@ -6,6 +6,7 @@ from ..topology import SubTopology, Topology, TopologyError
 from .aggregate import StreamAggregateProcessor, TableAggregateProcessor
 from .base import Processor, ProcessorContext, ProcessingError
 from .io import DeserializationFailure, SinkProcessor, SourceProcessor
+from .joins import StreamTableJoinProcessor
 from .record import Change, Record
 from .session import SessionWindowAggregateProcessor
 from .sliding import SlidingWindowAggregateProcessor
@@ -14,6 +15,7 @@ from .stateless import (BranchProcessor, FilterProcessor, FlatMapProcessor, Flat
                         SelectKeyProcessor, ToStreamProcessor)
 from .stores import TimestampedKeyValueStore
 from .suppress import SuppressProcessor
+from .table_joins import TableJoinMergeProcessor, TableJoinProcessor
 from .tables import (TableFilterProcessor, TableMapValuesProcessor, TableSelectProcessor,
                      TableSourceProcessor)
 from .windowed import TimeWindowAggregateProcessor
@@ -49,6 +51,9 @@ PROCESSORS: dict[str, type[Processor]] = {
     "sliding_aggregate": SlidingWindowAggregateProcessor,
     "session_aggregate": SessionWindowAggregateProcessor,
     "suppress": SuppressProcessor,
+    "stream_table_join": StreamTableJoinProcessor,
+    "table_join": TableJoinProcessor,
+    "table_join_merge": TableJoinMergeProcessor,
 }
 
 

@@ -1,0 +1,79 @@
+"""Table–table joins (Kafka Streams' ``KTableKTableInnerJoin``/``LeftJoin``/``RightJoin``/
+``OuterJoin`` and ``KTableKTableJoinMerger``).
+
+A join of two tables is three nodes: one ``table_join`` per side, each triggered by
+its own table's changes and looking the other side up in that side's store, and a
+``table_join_merge`` that both feed, the result table (optionally materialized). The
+side that was not the join's ``this`` gets the joiner with its arguments swapped, so
+every result is ``joiner(this_value, other_value)``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Processor
+from .joins import value_getter
+from .record import Change, Record
+from .tables import StatefulProcessor
+
+#: How a side treats a change when the other side has no row for its key:
+#: "inner" and "right" emit nothing; "left" and "outer" emit ``joiner(v, None)``.
+#: "right" is the other side of a left join: it emits even a delete, as ``joiner(left, None)``.
+JOIN_MODES = ("inner", "left", "right", "outer")
+
+
+class TableJoinProcessor(Processor):
+    """One side of a table–table join: a change of this side's row meets the other
+    side's current row. The result's timestamp is the larger of both rows'; the old
+    value is joined too when downstream needs it (``send_old_values``), so a re-grouping
+    after the join can subtract it. A change that turns a match into a non-match
+    forwards a delete (new value ``None``)."""
+
+    def init(self) -> None:
+        params = self.node.params
+        self.get = value_getter(self.context.store(params["store"]))
+        self.joiner = params["joiner"]
+        self.mode = params["mode"]
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            self.context.count("dropped_records")
+            return
+        change: Change = record.value
+        row = self.get(record.key)
+        other = None if row is None else row[0]
+        mode = self.mode
+        if other is None:
+            if mode in ("inner", "right") or (change.new is None and change.old is None):
+                return
+            timestamp = record.timestamp
+        else:
+            timestamp = max(record.timestamp, row[1])
+        new = old = None
+        if mode == "right":
+            new = self.joiner(change.new, other)
+            if self.send_old_values:
+                old = self.joiner(change.old, other)
+        else:
+            keeps_unmatched = mode == "outer" and other is not None
+            if change.new is not None or keeps_unmatched:
+                new = self.joiner(change.new, other)
+            if self.send_old_values and (change.old is not None or keeps_unmatched):
+                old = self.joiner(change.old, other)
+        result = Record(record.key, Change(new, old), timestamp, record.headers, record.topic,
+                        record.partition, record.offset)
+        self.forward(result)
+
+
+class TableJoinMergeProcessor(StatefulProcessor):
+    """The result table of a table–table join: forwards both sides' results (old values
+    only when downstream needs them) and, when materialized, keeps them in its store."""
+
+    def process(self, record: Record) -> None:
+        change: Change = record.value
+        ident: Any = record.key
+        if self.store is not None:
+            ident = self.store.key_bytes(record.key)
+            self.store.put_by_bytes(ident, change.new, record.timestamp)
+        self.emitter.emit(record, ident, change.new, change.old if self.send_old_values else None,
+                          record.timestamp)
