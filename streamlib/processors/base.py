@@ -4,12 +4,13 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from ..config import StreamsConfig
+from ..errors import StreamlibError
 
 from ..topology import Node
 from .record import Record
 
 
-class ProcessingError(RuntimeError):
+class ProcessingError(StreamlibError, RuntimeError):
     """A user function or a serde failed on a record; names the record and the node."""
 
     def __init__(self, message: str, record: Optional[Record] = None, node: Optional[str] = None):
