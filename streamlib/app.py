@@ -165,6 +165,7 @@ class Streams:
 
     def _source_options(self) -> dict[str, str]:
         options = {"bootstrap": self.config.bootstrap, "topics": ",".join(self.topology.source_topics()),
+                   "applicationId": self.config.application_id,
                    "backendConfig": json.dumps(self._backend_config(), sort_keys=True)}
         if self.config.max_records_per_batch:
             options["maxRecordsPerTrigger"] = str(self.config.max_records_per_batch)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import fcntl
 import json
+import logging
 import os
 import threading
 from contextlib import contextmanager
@@ -38,6 +39,7 @@ from .frames import (FRAME_HEADER, INDEX_ENTRY, SEGMENT_HEADER, SEGMENT_MAGIC, F
                      parse_frame, parse_index)
 
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
+log = logging.getLogger("streamlib.topics")
 _SNAPSHOT = "producers.json"
 
 
@@ -255,6 +257,12 @@ class PartitionLog:
         """Truncate bytes after the last valid frame and index the unindexed frames."""
         changed = False
         if segment.size > segment.data_end:
+            # A writer died mid-append (or the file was damaged): what follows the last
+            # complete frame was never acknowledged. Say so: a reader that had been told
+            # of later offsets (a checkpoint) must find out why they are gone.
+            log.warning("%s: cutting a torn tail of %d bytes after offset %d",
+                        segment.path, segment.size - segment.data_end,
+                        segment.frames[-1].last if segment.frames else segment.base - 1)
             with open(segment.path, "r+b") as f:
                 f.truncate(segment.data_end)
             segment.size = segment.data_end
