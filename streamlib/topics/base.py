@@ -6,7 +6,12 @@ records addressed by offset. Backends (``local``, ``kafka``) implement
 """
 from __future__ import annotations
 
+import atexit
+# pyarrow imports this lazily (pandas_compat), which registers an exit hook: at exit
+# (flushing below) that is too late and fails. Import it now.
+import concurrent.futures.thread  # noqa: F401
 import re
+import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Optional, Sequence
@@ -125,6 +130,15 @@ class TopicBackend(ABC):
     def flush(self) -> None:
         """Wait until every produced record is durable and readable."""
 
+    def _buffering(self) -> None:
+        """``produce()`` buffered a record: flush this backend at interpreter exit unless
+        :meth:`_flushed` is called first (a strong reference keeps it alive until then)."""
+        _BUFFERING[id(self)] = self
+
+    def _flushed(self) -> None:
+        """Nothing is buffered any more."""
+        _BUFFERING.pop(id(self), None)
+
     @abstractmethod
     def end_offsets(self, topic: str) -> dict[int, int]:
         """partition -> the offset the next appended record will get."""
@@ -154,6 +168,24 @@ class TopicBackend(ABC):
 
     def __exit__(self, *exc):
         self.close()
+
+
+#: Backends holding produced records not yet flushed, by id.
+_BUFFERING: dict[int, TopicBackend] = {}
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """A Kafka producer's promise: records produced and never flushed are written when
+    the interpreter exits, or the process says loudly that they are lost."""
+    for backend in list(_BUFFERING.values()):
+        try:
+            backend.flush()
+        except BaseException as exc:  # noqa: BLE001 - report whatever stopped the flush
+            print(f"streamlib: error: records produced to {getattr(backend, 'url', backend)!r} and "
+                  f"buffered at exit could not be written, they are LOST: {type(exc).__name__}: {exc}",
+                  file=sys.stderr, flush=True)
+        _BUFFERING.pop(id(backend), None)
 
 
 def records_to_arrow(records: Sequence[tuple]) -> pa.Table:

@@ -154,12 +154,14 @@ class LocalBackend(TopicBackend):
         pending.values.append(value)
         pending.headers.append(tuple(headers) if headers else None)
         pending.nbytes += (len(key) if key else 0) + (len(value) if value else 0)
+        self._buffering()
         if len(pending.keys) >= BUFFER_RECORDS or pending.nbytes >= BUFFER_BYTES:
             self._write_pending(topic)
 
     def flush(self) -> None:
         for topic in list(self._pending):
             self._write_pending(topic)
+        self._flushed()
 
     def append(self, topic: str, partition: int, records: pa.Table,
                producer_id: Optional[str] = None, sequence: Optional[int] = None) -> bool:
