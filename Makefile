@@ -21,11 +21,11 @@ java:
 test: $(STAMP) java
 	$(VPY) -m pytest -q
 
+# Runs from the repository root, so the README's follow-up commands find the topics
+# in ./streamlib-data.
 wordcount: $(STAMP) java
-	rm -rf examples/wordcount/run
-	mkdir -p examples/wordcount/run
-	cd examples/wordcount/run && $(abspath $(VENV))/bin/spark-submit --master 'local[2]' --conf spark.log.level=WARN \
-	    ../wordcount.py --input ../data/input.txt
+	$(abspath $(VENV))/bin/spark-submit --master 'local[2]' --conf spark.log.level=WARN \
+	    examples/wordcount/wordcount.py --input examples/wordcount/data/input.txt
 
 bench: $(STAMP) java
 	$(VPY) benchmarks/topics_bench.py
