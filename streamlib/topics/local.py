@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from .base import (APPEND_SCHEMA, HEADER_TYPE, TopicBackend, TopicExists, TopicInfo,
                    TopicNotFound, TopicsError, check_topic_name)
-from .partition_log import DEFAULT_SEGMENT_BYTES, PartitionDeleted, PartitionLog
+from .partition_log import DEFAULT_SEGMENT_BYTES, Compaction, PartitionDeleted, PartitionLog
 from .partitioner import RoundRobin, partition_array
 
 T = TypeVar("T")
@@ -216,7 +216,9 @@ class LocalBackend(TopicBackend):
             if not 0 <= partition < n:
                 raise TopicsError(f"topic {topic!r} has no partition {partition} (it has {n})")
             path = os.path.join(self._topic_dir(topic), str(partition))
-            log = self._logs[(topic, partition)] = PartitionLog(path, self.fsync, self.segment_bytes)
+            compaction = Compaction.from_config(self.describe_topic(topic).config)
+            log = self._logs[(topic, partition)] = PartitionLog(path, self.fsync, self.segment_bytes,
+                                                                compaction)
         return log
 
     def _write_pending(self, topic: str) -> None:
