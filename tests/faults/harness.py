@@ -192,7 +192,7 @@ def reference_run(spec: FaultTopology, workdir: Path, seed: int) -> float:
     return time.time() - started
 
 
-def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0) -> Outcome:
+def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbose: bool = False) -> Outcome:
     """Kill ``kills`` times at random points, restarting after each; then compare."""
     rng = random.Random(seed)
     reference = root / "reference"
@@ -210,8 +210,12 @@ def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0) -> Out
             shutil.rmtree(workdir / "state")  # so that there is something to restore
             outcome.damage["lost state dir"] += 1
         hit = rng.randint(1, 2) if point == "restore" else rng.randint(1, 4)  # 2 tasks restore
+        began = time.time()
         ended, first_commit = run_once(workdir, spec.name, point, hit=hit,
                                        kill_after=rng.uniform(1.0, duration) if point == "timer" else None)
+        if verbose:
+            print(f"{spec.name}: run {attempts} at {point} #{hit}: {ended[:200]} after {time.time() - began:.0f} s",
+                  flush=True)
         if outcome.kills or attempts > 1:
             outcome.restarts += 1
             if first_commit is not None:
@@ -257,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.workdir or tempfile.mkdtemp(prefix="streamlib-faults-"))
     outcomes = []
     for name in args.topology or list(REGISTRY):
-        outcome = fault_run(REGISTRY[name], root / name, args.kills, args.seed)
+        outcome = fault_run(REGISTRY[name], root / name, args.kills, args.seed, verbose=True)
         outcomes.append(outcome)
         print(f"{name}: kills by point {dict(outcome.points)}, damage {dict(outcome.damage)}", flush=True)
         for problem in outcome.mismatches[:20]:
