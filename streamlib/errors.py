@@ -50,8 +50,9 @@ def _error_classes() -> dict[str, type]:
     """Every streamlib error class by name (processing errors included)."""
     from .processors.base import ProcessingError  # noqa: F401  (registers the subclasses)
     from .processors.io import DeserializationFailure  # noqa: F401
+    from .topics.base import RecordTooLarge
 
-    found: dict[str, type] = {}
+    found: dict[str, type] = {"RecordTooLarge": RecordTooLarge}
     todo = [StreamlibError]
     while todo:
         cls = todo.pop()
@@ -63,12 +64,12 @@ def _error_classes() -> dict[str, type]:
 _RAISED = re.compile(r"^(?:[\w.]*\.)?(\w+): (.+)$", re.MULTILINE)
 
 
-def translate(exc: BaseException) -> Optional[StreamlibError]:
+def translate(exc: BaseException) -> Optional[Exception]:
     """The streamlib error a failed Spark query carries in its text, or ``None``.
 
     The innermost streamlib error wins (Python prints a chain cause first, Spark's
     wrappers come after it)."""
-    if isinstance(exc, StreamlibError):
+    if isinstance(exc, StreamlibError) or type(exc).__module__.startswith("streamlib."):
         return None
     classes = _error_classes()
     text = str(exc)

@@ -64,6 +64,34 @@ class TopicNotFound(TopicsError):
         self.topic = topic
 
 
+class RecordTooLarge(TopicsError):
+    """A record is larger than its topic's ``max.message.bytes`` (Kafka's
+    ``RecordTooLargeException``); nothing of the produce or append was written."""
+
+
+#: Kafka's default ``max.message.bytes`` of a topic.
+MAX_MESSAGE_BYTES = 1_048_588
+
+
+def check_record_sizes(topic: str, records: pa.Table, config: dict, partition: Optional[int] = None) -> None:
+    """Raise :class:`RecordTooLarge` if a record of ``records`` (key + value + headers)
+    exceeds the topic's ``max.message.bytes``."""
+    import pyarrow.compute as pc
+
+    limit = int(config.get("max.message.bytes", MAX_MESSAGE_BYTES))
+    if records.num_rows == 0:
+        return
+    size = pc.add(pc.fill_null(pc.binary_length(records.column("key")), 0),
+                  pc.fill_null(pc.binary_length(records.column("value")), 0))
+    largest = pc.max(size).as_py()
+    if largest > limit:
+        row = pc.index(size, largest).as_py()
+        where = f" partition {partition}" if partition is not None else ""
+        raise RecordTooLarge(f"a record of {largest} bytes (row {row} of the append) exceeds topic {topic!r}"
+                             f"{where}'s max.message.bytes {limit}; raise the topic's max.message.bytes "
+                             "or make the record smaller")
+
+
 class TopicExists(TopicsError):
     def __init__(self, topic: str):
         super().__init__(f"topic {topic!r} already exists")
