@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 export PYSPARK_PYTHON := $(VPY)
 export PYSPARK_DRIVER_PYTHON := $(VPY)
 
-.PHONY: test wordcount bench java clean
+.PHONY: test wordcount bench java clean faults
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "streamlib needs $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -21,11 +21,16 @@ java:
 test: $(STAMP) java
 	$(VPY) -m pytest -q
 
+# Runs from the repository root, so the README's follow-up commands find the topics
+# in ./streamlib-data.
 wordcount: $(STAMP) java
-	rm -rf examples/wordcount/run
-	mkdir -p examples/wordcount/run
-	cd examples/wordcount/run && $(abspath $(VENV))/bin/spark-submit --master 'local[2]' --conf spark.log.level=WARN \
-	    ../wordcount.py --input ../data/input.txt
+	$(abspath $(VENV))/bin/spark-submit --master 'local[2]' --conf spark.log.level=WARN \
+	    examples/wordcount/wordcount.py --input examples/wordcount/data/input.txt
+
+# Fault injection: 50 SIGKILLs per registered topology, restarts, lost and corrupted
+# state; compares with a failure-free run and prints the summary table.
+faults: $(STAMP) java
+	$(VPY) tests/faults/harness.py --kills 50
 
 bench: $(STAMP) java
 	$(VPY) benchmarks/topics_bench.py

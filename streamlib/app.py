@@ -12,6 +12,9 @@ from collections import defaultdict
 from typing import Any, Optional
 
 from .config import StreamsConfig
+from .errors import translate
+from .instance import ApplicationLock
+from .preflight import prepare_changelogs
 from .processors.stores import query_view
 from .state.partitioned import PartitionedReadOnlyStore
 from .topics import TopicNotFound
@@ -63,6 +66,7 @@ class Streams:
         self._stream_time = -1
         self._lock = threading.Lock()
         self._views: dict[str, Any] = {}
+        self._instance = ApplicationLock.of(self.config)
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -80,7 +84,7 @@ class Streams:
         """
         self._start(trigger={"processingTime": "0 seconds"})
         try:
-            self._query.processAllAvailable()
+            _streamlib_errors(self._query.processAllAvailable)
         finally:
             self.stop()
 
@@ -89,18 +93,22 @@ class Streams:
         if self._query is None:
             return True
         if timeout is None:
-            self._query.awaitTermination()
+            _streamlib_errors(self._query.awaitTermination)
             return True
-        return bool(self._query.awaitTermination(timeout))
+        return bool(_streamlib_errors(lambda: self._query.awaitTermination(timeout)))
 
     def stop(self) -> None:
         """Stop the query; the current micro-batch finishes or is re-run on restart."""
-        if self._query is not None:
-            self._query.stop()
-            self._query = None
-        for view in self._views.values():
-            view._store.close()
-        self._views.clear()
+        try:
+            if self._query is not None:
+                self._query.stop()
+                self._query = None
+            for view in self._views.values():
+                view._store.close()
+            self._views.clear()
+        finally:
+            if self._query is None:
+                self._instance.release()
 
     def cleanup(self) -> None:
         """Delete this application's local state (Kafka Streams' ``cleanUp``); progress
@@ -115,16 +123,28 @@ class Streams:
         return self._query is not None and self._query.isActive
 
     def _start(self, trigger: dict) -> None:
+        if self._query is not None:
+            raise RuntimeError("the application is already running")
+        # Before anything is written: one instance per application, fixed task counts.
+        self._instance.acquire()
+        try:
+            self._start_query(trigger)
+        except BaseException:
+            self._instance.release()
+            raise
+
+    def _start_query(self, trigger: dict) -> None:
         from .spark.compiler import BatchPlan
         from .spark.shipping import ship_user_modules
         from .spark.source import BackendSpec
 
-        if self._query is not None:
-            raise RuntimeError("the application is already running")
         backend_spec = BackendSpec.from_options(self._source_options())
-        partitions = self._prepare_topics(backend_spec.open())
+        backend = backend_spec.open()
+        partitions = self._prepare_topics(backend)
         ship_user_modules(self.topology)
         self._plan = BatchPlan(self.spark, self.topology, self.config, backend_spec, partitions)
+        prepare_changelogs(self.topology, self.config, backend,
+                           {stage.sub.id: stage.plan.num_partitions for stage in self._plan.stages})
         reader = self.spark.readStream.format("streamlib")
         for key, value in self._source_options().items():
             reader = reader.option(key, value)
@@ -147,6 +167,7 @@ class Streams:
 
     def _source_options(self) -> dict[str, str]:
         options = {"bootstrap": self.config.bootstrap, "topics": ",".join(self.topology.source_topics()),
+                   "applicationId": self.config.application_id,
                    "backendConfig": json.dumps(self._backend_config(), sort_keys=True)}
         if self.config.max_records_per_batch:
             options["maxRecordsPerTrigger"] = str(self.config.max_records_per_batch)
@@ -270,6 +291,18 @@ class Streams:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def _streamlib_errors(call: Any) -> Any:
+    """Run ``call``; a failed query carrying a streamlib error raises that error, with a
+    short message, and Spark's exception chained underneath."""
+    try:
+        return call()
+    except Exception as exc:
+        error = translate(exc)
+        if error is None:
+            raise
+        raise error from exc
 
 
 def committed_offsets(progress: Optional[dict]) -> dict[str, dict[int, int]]:

@@ -177,7 +177,7 @@ def test_local_lost_index_is_rebuilt(tmp_path):
 def test_local_compaction_keeps_latest_per_key_and_offsets(tmp_path):
     url = f"local://{tmp_path}"
     with open_backend(url, segment_bytes=1500) as b:
-        b.create_topic("c", config={"cleanup.policy": "compact"})
+        b.create_topic("c", config={"cleanup.policy": "compact", "delete.retention.ms": "0"})
         b.append("c", 0, rows((b"a", b"1"), (b"b", b"1"), (b"c", b"1")))
         b.append("c", 0, rows((b"a", b"2"), (b"b", None)))
         b.append("c", 0, rows((b"c", b"2"), (None, b"keyless"), (b"d", b"1"), (b"d", None)))
@@ -196,7 +196,7 @@ def test_local_compaction_keeps_latest_per_key_and_offsets(tmp_path):
 
 def test_local_compaction_of_only_tombstones_keeps_end_offset(tmp_path):
     with open_backend(f"local://{tmp_path}") as b:
-        b.create_topic("c")
+        b.create_topic("c", config={"cleanup.policy": "compact", "delete.retention.ms": "0"})
         b.append("c", 0, rows((b"a", b"1"), (b"a", None)))
         b.compact("c")
         assert b.read("c", 0, 0, 10) == [] and b.end_offsets("c") == {0: 2}

@@ -126,10 +126,12 @@ class KafkaBackend(TopicBackend):
             partition = self._round_robin(n) if key is None else default_partitioner(key, n)
         self._send(self._plain_producer(), topic, partition, key, value, timestamp,
                    list(headers) if headers else None)
+        self._buffering()
 
     def flush(self) -> None:
         if self._producer is not None:
             self._flush(self._producer)
+        self._flushed()
 
     def append(self, topic: str, partition: int, records: pa.Table,
                producer_id: Optional[str] = None, sequence: Optional[int] = None) -> bool:
