@@ -41,7 +41,7 @@ def maven(args: list[str], pom: Path) -> None:
         return
     done = subprocess.run(base, capture_output=True, text=True)
     if done.returncode:
-        raise SystemExit(f"maven failed on {pom}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+        raise RuntimeError(f"maven failed on {pom}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
 
 
 def _copy_dependencies(pom: Path, target: Path, properties: dict[str, str]) -> Path:
