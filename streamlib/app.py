@@ -53,10 +53,13 @@ class Streams:
 
         self.topology = topology
         self.config = config or StreamsConfig()
-        self.spark = get_or_create_session() if spark is None else spark
-        if spark is not None:
+        if spark is None:
+            from .spark.kafka_source import session_conf
+            spark = get_or_create_session(conf=session_conf(self.config.bootstrap))
+        else:
             from .spark.session import register_data_sources
             register_data_sources(spark)
+        self.spark = spark
         self._query = None
         self._plan = None
         self._totals: dict[str, int] = defaultdict(int)
@@ -145,15 +148,26 @@ class Streams:
         self._plan = BatchPlan(self.spark, self.topology, self.config, backend_spec, partitions)
         prepare_changelogs(self.topology, self.config, backend,
                            {stage.sub.id: stage.plan.num_partitions for stage in self._plan.stages})
-        reader = self.spark.readStream.format("streamlib")
-        for key, value in self._source_options().items():
-            reader = reader.option(key, value)
-        writer = (reader.load().writeStream
+        writer = (self._source_stream(backend).writeStream
                   .queryName(self.config.application_id)
                   .option("checkpointLocation", self.config.resolved_checkpoint_location())
                   .foreachBatch(self._run_batch)
                   .trigger(**trigger))
         self._query = writer.start()
+
+    def _source_stream(self, backend: Any) -> Any:
+        """The input rows: Spark's own Kafka source for ``kafka://``, else ours."""
+        from .spark import kafka_source
+
+        if kafka_source.is_kafka(self.config.bootstrap):
+            return kafka_source.read_kafka_stream(
+                self.spark, self.config.bootstrap,
+                {t: backend.num_partitions(t) for t in self.topology.source_topics()},
+                self.config.consumer_config, self.config.max_records_per_batch)
+        reader = self.spark.readStream.format("streamlib")
+        for key, value in self._source_options().items():
+            reader = reader.option(key, value)
+        return reader.load()
 
     def _backend_config(self) -> dict[str, Any]:
         config: dict[str, Any] = {}

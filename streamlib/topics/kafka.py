@@ -22,7 +22,7 @@ import time
 from typing import Any, Iterable, Optional
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
 from .base import (HEADER_TYPE, RECORD_SCHEMA, TopicBackend, TopicExists, TopicInfo, TopicNotFound,
@@ -31,6 +31,12 @@ from .partitioner import RoundRobin, default_partitioner
 
 _log = logging.getLogger(__name__)
 _log.addHandler(logging.NullHandler())  # librdkafka's chatter goes here, not to stderr
+
+
+#: Errors of a partition whose leader is not (yet) known: retried, not reported.
+_LEADER_MOVING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                  KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.UNKNOWN_LEADER_EPOCH,
+                  KafkaError.FENCED_LEADER_EPOCH)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -84,14 +90,35 @@ class KafkaBackend(TopicBackend):
                                   f"{_error_text(exc)}") from None
             if not exist_ok:
                 raise TopicExists(name) from None
+            self._wait_for_leaders(name)
             return self.describe_topic(name)
+        self._wait_for_leaders(name)
         return TopicInfo(name, partitions, config)
+
+    def _wait_for_leaders(self, name: str) -> None:
+        """Return once every partition of a new topic has a leader: the broker creates
+        topics asynchronously, and reads or offset look-ups before that fail with
+        "not leader for partition"."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            topic = self._metadata().topics.get(name)
+            if (topic is not None and topic.error is None and topic.partitions
+                    and all(p.leader >= 0 and p.error is None for p in topic.partitions.values())):
+                return
+            if time.monotonic() > deadline:
+                raise TopicsError(f"topic {name!r} has no leader on {self.bootstrap} "
+                                  f"{self.timeout} s after its creation")
+            time.sleep(0.05)
 
     def delete_topic(self, name: str) -> None:
         self.describe_topic(name)
         future = self._admin.delete_topics([name], request_timeout=self.timeout)[name]
         self._call(lambda: future.result(timeout=self.timeout), f"delete topic {name!r}")
         self._partitions.pop(name, None)
+        # Deletion completes asynchronously: return once metadata no longer lists it.
+        deadline = time.monotonic() + self.timeout
+        while name in self._metadata().topics and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def list_topics(self) -> list[str]:
         return sorted(n for n in self._metadata().topics if not n.startswith("__"))
@@ -230,12 +257,25 @@ class KafkaBackend(TopicBackend):
                           "reach the broker for metadata")
 
     def _list_offsets(self, topic: str, spec: OffsetSpec) -> dict[int, int]:
+        """Offsets as a ``read_committed`` reader sees them: the end of a partition is its
+        last stable offset, so an open transaction's records are not counted as
+        readable. Retries while a partition's leader is still being elected."""
         n = self.num_partitions(topic)
-        futures = self._admin.list_offsets({TopicPartition(topic, p): spec for p in range(n)},
-                                           request_timeout=self.timeout)
-        return {tp.partition: self._call(lambda f=f: f.result(timeout=self.timeout),
-                                         f"list offsets of {topic!r}").offset
-                for tp, f in futures.items()}
+        deadline = time.monotonic() + self.timeout
+        while True:
+            futures = self._admin.list_offsets({TopicPartition(topic, p): spec for p in range(n)},
+                                               isolation_level=IsolationLevel.READ_COMMITTED,
+                                               request_timeout=self.timeout)
+            try:
+                return {tp.partition: f.result(timeout=self.timeout).offset for tp, f in futures.items()}
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                retriable = isinstance(err, KafkaError) and (err.code() in _LEADER_MOVING
+                                                             or err.retriable())
+                if not retriable or time.monotonic() > deadline:
+                    raise TopicsError(f"cannot list offsets of {topic!r} on {self.bootstrap}: "
+                                      f"{_error_text(exc)}") from None
+                time.sleep(0.05)
 
     def _plain_producer(self) -> Producer:
         if self._producer is None:
