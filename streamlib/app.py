@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import glob
 import json
 import logging
 import os
@@ -12,8 +11,6 @@ from collections import defaultdict
 from typing import Any, Optional
 
 from .config import StreamsConfig
-from .processors.stores import KeyValueStoreView
-from .state.partitioned import PartitionedReadOnlyStore
 from .topics import TopicNotFound
 from .topology import Topology, TopologyError
 
@@ -21,8 +18,6 @@ log = logging.getLogger("streamlib")
 
 _COUNTERS = ("records_in", "records_out", "dropped_records", "skipped_records", "dead_letter_records",
              "restored_records")
-_SPARK_TYPES = {"string()": "string", "long()": "bigint", "integer()": "int", "double()": "double",
-                "bytes()": "binary"}
 
 
 class Streams:
@@ -60,7 +55,7 @@ class Streams:
         self._tasks: dict[str, dict] = {}
         self._last_batch: Optional[int] = None
         self._lock = threading.Lock()
-        self._views: dict[str, KeyValueStoreView] = {}
+        self._queries: Any = None  # streamlib.query.service.Queries, made on first use
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -96,9 +91,8 @@ class Streams:
         if self._query is not None:
             self._query.stop()
             self._query = None
-        for view in self._views.values():
-            view._store.close()
-        self._views.clear()
+        if self._queries is not None:
+            self._queries.stopped()
 
     def cleanup(self) -> None:
         """Delete this application's local state (Kafka Streams' ``cleanUp``); progress
@@ -106,6 +100,9 @@ class Streams:
         if self._query is not None:
             raise RuntimeError("cleanup() while the application is running; stop() it first")
         self.stop()
+        if self._queries is not None:
+            self._queries.close()
+            self._queries = None
         shutil.rmtree(self.config.application_state_dir, ignore_errors=True)
 
     @property
@@ -131,6 +128,7 @@ class Streams:
                   .option("checkpointLocation", self.config.resolved_checkpoint_location())
                   .foreachBatch(self._run_batch)
                   .trigger(**trigger))
+        self._interactive().starting(self.metrics)
         self._query = writer.start()
 
     def _backend_config(self) -> dict[str, Any]:
@@ -180,35 +178,34 @@ class Streams:
                     self._totals[counter] += int(metrics.get(counter, 0))
                 self._tasks[task_id] = metrics
             self._last_batch = batch_id
+        self._interactive().committed(batch_id, reports)
 
     # -- queries --------------------------------------------------------------------------
-    def store(self, name: str) -> KeyValueStoreView:
-        """A read-only view of store ``name`` across all tasks, as of the last committed batch."""
-        if name not in self.topology.stores:
-            raise KeyError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
-        if name not in self._views:
-            store = self.topology.stores[name]
-            sub = next(s for s in self.topology.subtopologies if name in s.stores)
-            root = self.config.application_state_dir
+    def _interactive(self) -> Any:
+        if self._queries is None:
+            from .query.service import Queries
+            from .spark.source import BackendSpec
 
-            def paths() -> list[str]:
-                return sorted(glob.glob(os.path.join(root, f"{sub.id}_*", name)))
+            backend = BackendSpec.from_options(self._source_options())
+            self._queries = Queries(self.topology, self.config, backend.open, lambda: self.is_running)
+        return self._queries
 
-            self._views[name] = KeyValueStoreView(
-                name, PartitionedReadOnlyStore(paths),
-                store.key_serde or self.config.default_key_serde,
-                store.value_serde or self.config.default_value_serde)
-        return self._views[name]
+    def store(self, name: str) -> Any:
+        """A read-only view of store ``name`` across all tasks: every call reads one
+        committed batch (the newest the query replicas have applied), never part of one."""
+        return self._interactive().store(name)
 
     def table(self, name: str) -> Any:
-        """Store ``name``'s current content as a Spark DataFrame (``key``, ``value``),
-        also registered as a temporary view called ``name``."""
-        view = self.store(name)
-        store = self.topology.stores[name]
-        key_type = _spark_type(store.key_serde or self.config.default_key_serde)
-        value_type = _spark_type(store.value_serde or self.config.default_value_serde)
-        rows = [(_plain(k, key_type), _plain(v, value_type)) for k, v in view.all()]
-        df = self.spark.createDataFrame(rows, f"key {key_type}, value {value_type}")
+        """Store ``name``'s current content as a Spark DataFrame (``key``, ``value``), read
+        by Spark tasks, one per store partition; also a temporary view called ``name``
+        whose every query reads the newest committed batch."""
+        from .spark.store_source import StoreColumns, store_dataframe
+
+        queries = self._interactive()
+        d = queries.store_def(name)
+        columns = StoreColumns(d.kind, d.key_serde or self.config.default_key_serde,
+                               d.value_serde or self.config.default_value_serde)
+        df = store_dataframe(self.spark, queries.table_dir(name), columns)
         df.createOrReplaceTempView(_view_name(name))
         return df
 
@@ -257,16 +254,6 @@ def committed_offsets(progress: Optional[dict]) -> dict[str, dict[int, int]]:
     # Python sources report their offsets as the repr of a dict, not as JSON.
     offsets = ast.literal_eval(end) if isinstance(end, str) else (end or {})
     return {topic: {int(p): off for p, off in parts.items()} for topic, parts in offsets.items()}
-
-
-def _spark_type(serde: Any) -> str:
-    return _SPARK_TYPES.get(getattr(serde, "name", ""), "string")
-
-
-def _plain(value: Any, spark_type: str) -> Any:
-    if value is None or spark_type != "string" or isinstance(value, str):
-        return value
-    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
 
 def _view_name(store: str) -> str:

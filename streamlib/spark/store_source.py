@@ -1,0 +1,165 @@
+"""The ``streamlib-store`` Spark data source: a store's content as a DataFrame.
+
+One Spark input partition per store partition, read by Spark tasks (never collected
+through the driver) from the frozen copy the store's ``TABLE`` pointer names when the
+query is planned (see :mod:`streamlib.query.frozen`): every task of one query reads
+the same committed batch, and every new query the newest one — so a temporary view
+over this source is SQL over live state.
+
+Options: ``path`` (the store's replica directory), ``schema`` (DDL), ``spec``
+(base64 pickle of :class:`StoreColumns`). Built by :func:`store_dataframe`.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+import shutil
+import tempfile
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+from pyspark import cloudpickle
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+from streamlib.query.frozen import read_pointer
+from streamlib.state.arrow import binaries
+from streamlib.state.rocksdb import RocksDB
+
+#: Rows per Arrow batch a task yields.
+BATCH_ROWS = 65_536
+SPARK_TYPES = {"string()": "string", "long()": "bigint", "integer()": "int", "double()": "double",
+               "bytes()": "binary"}
+_ARROW_TYPES = {"string": pa.string(), "bigint": pa.int64(), "int": pa.int32(), "double": pa.float64(),
+                "binary": pa.binary()}
+_FIXED = {"bigint": ">i8", "int": ">i4", "double": ">f8"}
+_TIMESTAMP_BYTES = 8
+
+
+def spark_type(serde: Any) -> str:
+    """The Spark SQL type of a serde's values (string for structured ones, as JSON)."""
+    return SPARK_TYPES.get(getattr(serde, "name", ""), "string")
+
+
+@dataclass(frozen=True)
+class StoreColumns:
+    """How a store's bytes become columns: serdes and the store kind."""
+
+    kind: str
+    key_serde: Any
+    value_serde: Any
+
+    @property
+    def ddl(self) -> str:
+        # Window and session stores add window_start/window_end here once their byte
+        # layout lands (the stores' query views); ROW_DECODERS then gets their kinds.
+        return f"key {spark_type(self.key_serde)}, value {spark_type(self.value_serde)}"
+
+    def encode(self) -> str:
+        return base64.b64encode(cloudpickle.dumps(self)).decode()
+
+    @staticmethod
+    def decode(text: str) -> "StoreColumns":
+        return pickle.loads(base64.b64decode(text))
+
+
+def _column(raw: list[bytes], serde: Any, skip: int) -> pa.Array:
+    """Serialized values (after ``skip`` prefix bytes) as an Arrow column of the
+    serde's Spark type; plain fixed-width and string serdes without a Python loop."""
+    kind = spark_type(serde)
+    name = getattr(serde, "name", "")
+    width = np.dtype(_FIXED[kind]).itemsize if kind in _FIXED else 0
+    if name in SPARK_TYPES and width and all(len(r) == skip + width for r in raw):
+        blob = np.frombuffer(b"".join(raw), dtype=np.uint8).reshape(len(raw), skip + width)
+        return pa.array(blob[:, skip:].copy().view(_FIXED[kind]).ravel().astype(_FIXED[kind][1:]))
+    if name in ("string()", "bytes()"):
+        column = pa.array([r[skip:] for r in raw] if skip else raw, pa.binary())
+        return column.cast(pa.string()) if kind == "string" else column
+    values = [serde.deserialize(r[skip:]) for r in raw]
+    if kind == "string":
+        values = [v if v is None or isinstance(v, str) else json.dumps(v, default=str) for v in values]
+    return pa.array(values, _ARROW_TYPES[kind])
+
+
+def kv_batch(columns: StoreColumns, keys: list[bytes], values: list[bytes]) -> pa.RecordBatch:
+    """Entries of a timestamped key-value store as a ``key, value`` batch."""
+    return pa.RecordBatch.from_arrays([_column(keys, columns.key_serde, 0),
+                                       _column(values, columns.value_serde, _TIMESTAMP_BYTES)],
+                                      names=["key", "value"])
+
+
+#: store kind -> rows of (key bytes, value bytes) to an Arrow batch with the DDL's columns
+ROW_DECODERS = {"kv": kv_batch}
+
+
+@dataclass(frozen=True)
+class StorePartition(InputPartition):
+    """One store partition's frozen copy (or, for a store without changelog, a task copy
+    read as a RocksDB secondary)."""
+
+    path: str
+    secondary: bool
+
+
+def read_partition(columns: StoreColumns, part: StorePartition) -> Iterator[pa.RecordBatch]:
+    """The copy's entries in key order, ``BATCH_ROWS`` at a time."""
+    scratch = tempfile.mkdtemp(prefix="streamlib-table-") if part.secondary else None
+    try:
+        db = (RocksDB.open_secondary(part.path, scratch) if part.secondary
+              else RocksDB.open_read_only(part.path))
+    except FileNotFoundError:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return
+    decode = ROW_DECODERS[columns.kind]
+    try:
+        entries = db.scan((None, None))
+        while True:
+            rows = list(islice(entries, BATCH_ROWS))
+            if not rows:
+                return
+            keys, values = zip(*rows)
+            yield decode(columns, list(keys), list(values))
+    finally:
+        db.close()
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+class StoreReader(DataSourceReader):
+    def __init__(self, options: dict):
+        self.path = options["path"]
+        self.columns = StoreColumns.decode(options["spec"])
+
+    def partitions(self) -> list[StorePartition]:
+        pointer = read_pointer(self.path)
+        return [StorePartition(p, bool(pointer.get("secondary"))) for p in pointer["partitions"]]
+
+    def read(self, partition: StorePartition) -> Iterator[pa.RecordBatch]:
+        return read_partition(self.columns, partition)
+
+
+class StoreDataSource(DataSource):
+    """``format("streamlib-store")``: read a store's newest frozen copy."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "streamlib-store"
+
+    def schema(self) -> str:
+        return self.options["schema"]
+
+    def reader(self, schema: StructType) -> StoreReader:
+        return StoreReader(dict(self.options))
+
+
+def store_dataframe(spark: Any, path: str, columns: StoreColumns) -> Any:
+    """A DataFrame over the store copies under ``path`` (see the module docstring)."""
+    if columns.kind not in ROW_DECODERS:
+        raise ValueError(f"Streams.table() reads {sorted(ROW_DECODERS)} stores, not {columns.kind!r}")
+    return (spark.read.format("streamlib-store").option("path", path)
+            .option("schema", columns.ddl).option("spec", columns.encode()).load())
