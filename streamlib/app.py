@@ -196,18 +196,23 @@ class Streams:
         return self._interactive().store(name)
 
     def table(self, name: str) -> Any:
-        """Store ``name``'s current content as a Spark DataFrame (``key``, ``value``), read
-        by Spark tasks, one per store partition; also a temporary view called ``name``
-        whose every query reads the newest committed batch."""
+        """Store ``name``'s content as a Spark DataFrame (``key``, ``value``) as of the
+        newest committed batch, read by Spark tasks, one per store partition; also a
+        temporary view called ``name`` that moves to every newer batch (SQL over live
+        state)."""
         from .spark.store_source import StoreColumns, store_dataframe
 
         queries = self._interactive()
         d = queries.store_def(name)
         columns = StoreColumns(d.kind, d.key_serde or self.config.default_key_serde,
                                d.value_serde or self.config.default_value_serde)
-        df = store_dataframe(self.spark, queries.table_dir(name), columns)
-        df.createOrReplaceTempView(_view_name(name))
-        return df
+
+        def register(copy: Any) -> Any:   # called again for every newer batch
+            df = store_dataframe(self.spark, copy, columns)
+            df.createOrReplaceTempView(_view_name(name))
+            return df
+
+        return queries.table(name, register)
 
     def metrics(self) -> dict[str, Any]:
         """Counters since start, per-task state, store sizes, lag and watermark."""

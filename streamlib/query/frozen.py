@@ -1,12 +1,10 @@
 """Frozen copies of a store's replica for readers in other processes (Spark tasks).
 
-Spark tasks cannot see the driver's pinned versions, so for a store someone made a
-table of, every published version also gets RocksDB checkpoints of its partitions
-(hard links, taken between two applies) under ``<replica>/<store>/_versions/<name>``;
-the file ``<replica>/<store>/TABLE`` names the newest (replaced atomically). A Spark
-query plans against the copy TABLE names, so all its tasks read the same batch.
-Superseded copies are deleted after :data:`KEEP_SECONDS` (a query planned against one
-opens it well before then).
+Spark tasks cannot see the driver's pinned versions, so a store someone made a table
+of gets, with every published version, RocksDB checkpoints of its partitions (hard
+links, taken between two applies) under ``<replicas>/<store>/_versions/<batch>-<id>``.
+A DataFrame reads one such copy, so all its tasks read the same batch. A superseded
+copy is deleted :data:`KEEP_SECONDS` after a newer one replaced it.
 """
 from __future__ import annotations
 
@@ -15,45 +13,51 @@ import os
 import shutil
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Optional
 
 #: How long a superseded copy stays readable.
 KEEP_SECONDS = 60.0
-POINTER = "TABLE"
 VERSIONS = "_versions"
 
 
-def write_pointer(store_dir: str, batch: int, partitions: list[str], secondary: bool = False) -> None:
-    """Name the copy readers should plan against (atomically)."""
-    os.makedirs(store_dir, exist_ok=True)
-    tmp = os.path.join(store_dir, f".{POINTER}.{uuid.uuid4().hex}")
-    with open(tmp, "w") as f:
-        json.dump({"batch": batch, "partitions": partitions, "secondary": secondary}, f)
-    os.replace(tmp, os.path.join(store_dir, POINTER))
+@dataclass(frozen=True)
+class FrozenCopy:
+    """Where one version of a store can be read: one directory per store partition.
 
+    ``secondary``: the directories are live task copies (a store without changelog),
+    read as RocksDB secondaries.
 
-def read_pointer(store_dir: str) -> dict:
-    """``{"batch", "partitions", "secondary"}`` of the newest copy.
-
-    >>> import tempfile; d = tempfile.mkdtemp()
-    >>> write_pointer(d, 3, ["/x/0"]); read_pointer(d)["partitions"]
-    ['/x/0']
+    >>> FrozenCopy.from_json(FrozenCopy(3, ("/a/0",)).to_json())
+    FrozenCopy(batch=3, partitions=('/a/0',), secondary=False)
     """
-    path = os.path.join(store_dir, POINTER)
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no queryable copy of the store at {store_dir}: call "
-                                "Streams.table(name) on the application first") from None
+
+    batch: int
+    partitions: tuple[str, ...]
+    secondary: bool = False
+
+    def to_json(self) -> str:
+        return json.dumps({"batch": self.batch, "partitions": list(self.partitions),
+                           "secondary": self.secondary})
+
+    @classmethod
+    def from_json(cls, text: str) -> "FrozenCopy":
+        data = json.loads(text)
+        return cls(int(data["batch"]), tuple(data["partitions"]), bool(data["secondary"]))
 
 
 def new_version_dir(store_dir: str, batch: int) -> str:
     return os.path.join(store_dir, VERSIONS, f"{batch:012d}-{uuid.uuid4().hex[:8]}")
 
 
+def supersede(path: Optional[str]) -> None:
+    """Mark a copy as replaced now: it is kept for :data:`KEEP_SECONDS` from here."""
+    if path is not None and os.path.isdir(path):
+        os.utime(path)
+
+
 def collect_garbage(store_dir: str, keep: Optional[str], now: Optional[float] = None) -> None:
-    """Delete superseded copies older than :data:`KEEP_SECONDS` (never ``keep``)."""
+    """Delete copies superseded more than :data:`KEEP_SECONDS` ago (never ``keep``)."""
     root = os.path.join(store_dir, VERSIONS)
     if not os.path.isdir(root):
         return

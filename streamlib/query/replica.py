@@ -110,6 +110,7 @@ class StoreReplicas:
         self._identity: dict[Part, Optional[bytes]] = {}
         self._published: Optional[Version] = None
         self._targets: Offsets = {}
+        self._counts: dict[str, int] = {}    # changelog partitions per store
         self._mutex = threading.RLock()         # one writer at a time (applier, sync, checkpoints)
         self._wake = threading.Condition()
         self._pending: Optional[tuple[int, Offsets]] = None
@@ -117,8 +118,10 @@ class StoreReplicas:
         self._running = False
         self.last_error: Optional[BaseException] = None
         self.applied_versions = 0
-        #: called (under the writer lock) after each version is published
-        self.on_publish: list[Callable[[], None]] = []
+        #: called with each new version (under the writer lock) once its changes are
+        #: written, just before it is published
+        #: (one per name: several ``Streams`` objects may share these replicas)
+        self.on_publish: dict[str, Callable[[Version], None]] = {}
 
     @classmethod
     def shared(cls, root: str, backend: Callable[[], TopicBackend],
@@ -217,6 +220,7 @@ class StoreReplicas:
         deltas: dict[Part, tuple[dict[bytes, Optional[bytes]], int]] = {}
         applied: Offsets = {}
         for store, parts in targets.items():
+            parts = self._all_partitions(backend, store, parts)
             applied[store] = {}
             for partition, end in sorted(parts.items()):
                 db = self._db(store, partition)
@@ -241,14 +245,27 @@ class StoreReplicas:
             current.undo = undo
             for (store, partition), (delta, resume) in deltas.items():
                 self._dbs[store][partition].write(delta.items(), {APPLIED_OFFSET: str(resume).encode()})
+        # Copies for other readers first: Spark SQL never shows an older batch than a
+        # view already did.
+        for hook in list(self.on_publish.values()):
+            try:
+                hook(new)
+            except Exception:   # a failed copy for Spark must not stop the replicas
+                log.exception("query replicas: publish hook failed")
         self._targets = applied
         self._published = new
         self.applied_versions += 1
-        for hook in list(self.on_publish):
+
+    def _all_partitions(self, backend: TopicBackend, store: str, parts: dict[int, int]) -> dict[int, int]:
+        """``parts`` plus the changelog's other partitions at their applied offsets (a
+        partition no task wrote yet still gets its empty replica: one per task)."""
+        if store not in self._counts:
             try:
-                hook()
-            except Exception:   # a failed copy for Spark must not stop the replicas
-                log.exception("query replicas: publish hook failed")
+                self._counts[store] = backend.num_partitions(self.changelogs[store])
+            except TopicNotFound:
+                return parts
+        previous = self._targets.get(store, {})
+        return {p: parts.get(p, previous.get(p, 0)) for p in range(self._counts[store])}
 
     def _read_delta(self, changelog: Changelog, start: int, end: int,
                     before_batch: Optional[int]) -> tuple[dict[bytes, Optional[bytes]], int]:
@@ -299,20 +316,24 @@ class StoreReplicas:
                     self._published = None
 
     # -- frozen copies for Spark ---------------------------------------------------------------
-    def checkpoint(self, store: str, into: str) -> tuple[Optional[Version], list[str]]:
-        """Hard-linked RocksDB checkpoints of the store's partitions exactly at the
-        published version (taken between two applies), for readers in other processes."""
+    def checkpoint(self, store: str, into: str) -> list[str]:
+        """Hard-linked RocksDB checkpoints of the store's partitions as written now: call
+        it under :meth:`writing` or from an ``on_publish`` hook, where that is exactly
+        one version. For readers in other processes."""
         from rocksdict import Checkpoint
 
         with self._mutex:
-            version = self._published
             os.makedirs(into, exist_ok=True)
             paths = []
             for partition, db in sorted(self._dbs.get(store, {}).items()):
                 path = os.path.join(into, str(partition))
                 Checkpoint(db._db).create_checkpoint(path)
                 paths.append(path)
-            return version, paths
+            return paths
+
+    def writing(self) -> threading.RLock:
+        """The writer lock: while held, the databases hold exactly the published version."""
+        return self._mutex
 
     def close(self) -> None:
         """Stop following and close every database."""

@@ -64,7 +64,7 @@ class Queries:
         self._last_idle_sync = 0.0
         self._sync_lock = threading.Lock()
         self._views: dict[str, Any] = {}
-        self._tabled: set[str] = set()
+        self._frozen: dict[str, str] = {}   # store -> directory of its newest frozen copy
         self._secondary: dict[str, PartitionedReadOnlyStore] = {}
         logged = {name: config.changelog_topic(name) for name, d in topology.stores.items() if d.logging}
         self.replicas = StoreReplicas.shared(config.application_state_dir, backend, logged)
@@ -109,7 +109,6 @@ class Queries:
             last = last_committed_batch(self.config.resolved_checkpoint_location())
             self.replicas.sync(None if last is None else last + 1)
             self._last_idle_sync = time.monotonic()
-            self._refresh_tables()
 
     def _prepare(self) -> None:
         """Before a read: when nothing follows the batches, catch up now and then."""
@@ -144,44 +143,27 @@ class Queries:
         return sorted(glob.glob(os.path.join(self.config.application_state_dir, f"{sub.id}_*", name)))
 
     # -- tables ---------------------------------------------------------------------------
-    def table_dir(self, name: str) -> str:
-        """Where Spark readers find store ``name``'s frozen copies (see :mod:`.frozen`);
-        from now on every published version gets one."""
+    def table(self, name: str, register: Callable[[frozen.FrozenCopy], Any]) -> Any:
+        """``register(copy)`` for the store's newest frozen copy now, and again for every
+        version published from now on (before it is published: SQL over a view that
+        ``register`` makes is never older than what store views show); returns what the
+        first call returned."""
         d = self.store_def(name)
-        if d.logging:
-            self._prepare()
-            if name not in self._tabled:
-                self._tabled.add(name)
-                self.replicas.on_publish.append(lambda: self._freeze(name))
-                self._freeze(name)
-        else:
-            frozen.write_pointer(self._store_dir(name), -1, self._task_copies(name), secondary=True)
-        return self._store_dir(name)
+        if not d.logging:   # no replica: the task copies, live, read as secondaries
+            return register(frozen.FrozenCopy(-1, tuple(self._task_copies(name)), secondary=True))
+        self._prepare()
+        with self.replicas.writing():
+            result = register(self._freeze(name, self.replicas.published))
+            self.replicas.on_publish[f"table:{name}"] = lambda version: register(self._freeze(name, version))
+        return result
 
-    def _store_dir(self, name: str) -> str:
-        return os.path.join(self.replicas.dir, name)
-
-    def _refresh_tables(self) -> None:
-        for name in self._tabled:
-            self._freeze(name)
-
-    def _freeze(self, name: str) -> None:
-        """Checkpoint the published version of ``name`` and point readers at it."""
-        store_dir = self._store_dir(name)
-        version = self.replicas.published
+    def _freeze(self, name: str, version: Any) -> frozen.FrozenCopy:
+        """Checkpoint ``name`` as its databases hold it now (``version``)."""
+        store_dir = os.path.join(self.replicas.dir, name)
         batch = version.batch if version is not None else -1
         target = frozen.new_version_dir(store_dir, batch)
-        version, paths = self.replicas.checkpoint(name, target)
-        previous = _pointed_dir(store_dir)
-        if previous is not None and os.path.isdir(previous):
-            os.utime(previous)   # superseded now: readers get KEEP_SECONDS from here
-        frozen.write_pointer(store_dir, version.batch if version is not None else batch, paths)
+        paths = self.replicas.checkpoint(name, target)
+        frozen.supersede(self._frozen.get(name))
+        self._frozen[name] = target
         frozen.collect_garbage(store_dir, keep=target)
-
-
-def _pointed_dir(store_dir: str) -> Optional[str]:
-    try:
-        paths = frozen.read_pointer(store_dir)["partitions"]
-    except (FileNotFoundError, ValueError):
-        return None
-    return os.path.dirname(paths[0]) if paths else None
+        return frozen.FrozenCopy(batch, tuple(paths))

@@ -1,13 +1,14 @@
 """The ``streamlib-store`` Spark data source: a store's content as a DataFrame.
 
 One Spark input partition per store partition, read by Spark tasks (never collected
-through the driver) from the frozen copy the store's ``TABLE`` pointer names when the
-query is planned (see :mod:`streamlib.query.frozen`): every task of one query reads
-the same committed batch, and every new query the newest one — so a temporary view
-over this source is SQL over live state.
+through the driver) from one frozen copy of the store's replica (see
+:mod:`streamlib.query.frozen`): every task reads the same committed batch. Spark plans
+a Python source's partitions once per relation, so "live" is the caller's job:
+``Streams.table`` re-registers the temporary view over each newly published copy.
 
-Options: ``path`` (the store's replica directory), ``schema`` (DDL), ``spec``
-(base64 pickle of :class:`StoreColumns`). Built by :func:`store_dataframe`.
+Options: ``copy`` (JSON :class:`~streamlib.query.frozen.FrozenCopy`), ``spec`` (base64
+pickle of :class:`StoreColumns`); the schema is given, not inferred. Built by
+:func:`store_dataframe`.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from streamlib.query.frozen import read_pointer
+from streamlib.query.frozen import KEEP_SECONDS, FrozenCopy
 from streamlib.state.arrow import binaries
 from streamlib.state.rocksdb import RocksDB
 
@@ -114,7 +115,12 @@ def read_partition(columns: StoreColumns, part: StorePartition) -> Iterator[pa.R
     except FileNotFoundError:
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
-        return
+        if part.secondary:   # a task that never committed: no entries
+            return
+        raise FileNotFoundError(
+            f"the store copy {part.path} is gone: a DataFrame from Streams.table() reads the batch "
+            f"it was made at, kept {KEEP_SECONDS:g}s after a newer one; query the temporary view "
+            "or call Streams.table() again for the newest") from None
     decode = ROW_DECODERS[columns.kind]
     try:
         entries = db.scan((None, None))
@@ -132,12 +138,11 @@ def read_partition(columns: StoreColumns, part: StorePartition) -> Iterator[pa.R
 
 class StoreReader(DataSourceReader):
     def __init__(self, options: dict):
-        self.path = options["path"]
+        self.copy = FrozenCopy.from_json(options["copy"])
         self.columns = StoreColumns.decode(options["spec"])
 
     def partitions(self) -> list[StorePartition]:
-        pointer = read_pointer(self.path)
-        return [StorePartition(p, bool(pointer.get("secondary"))) for p in pointer["partitions"]]
+        return [StorePartition(p, self.copy.secondary) for p in self.copy.partitions]
 
     def read(self, partition: StorePartition) -> Iterator[pa.RecordBatch]:
         return read_partition(self.columns, partition)
@@ -151,15 +156,15 @@ class StoreDataSource(DataSource):
         return "streamlib-store"
 
     def schema(self) -> str:
-        return self.options["schema"]
+        return StoreColumns.decode(self.options["spec"]).ddl
 
     def reader(self, schema: StructType) -> StoreReader:
         return StoreReader(dict(self.options))
 
 
-def store_dataframe(spark: Any, path: str, columns: StoreColumns) -> Any:
-    """A DataFrame over the store copies under ``path`` (see the module docstring)."""
+def store_dataframe(spark: Any, copy: FrozenCopy, columns: StoreColumns) -> Any:
+    """A DataFrame over one frozen copy of a store (see the module docstring)."""
     if columns.kind not in ROW_DECODERS:
         raise ValueError(f"Streams.table() reads {sorted(ROW_DECODERS)} stores, not {columns.kind!r}")
-    return (spark.read.format("streamlib-store").option("path", path)
-            .option("schema", columns.ddl).option("spec", columns.encode()).load())
+    return (spark.read.format("streamlib-store").schema(columns.ddl)
+            .option("copy", copy.to_json()).option("spec", columns.encode()).load())
