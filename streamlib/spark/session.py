@@ -21,7 +21,8 @@ LOCAL_DEFAULTS: dict[str, str] = {
 
 
 def register_data_sources(spark: SparkSession) -> SparkSession:
-    """Register the ``streamlib`` data source (topics reader and writer) on ``spark``.
+    """Register the ``streamlib`` data source (topics reader and writer) and
+    ``streamlib-store`` (``Streams.table``) on ``spark``.
 
     Registering again is harmless, so this is safe on a session made by spark-submit.
 
@@ -30,8 +31,10 @@ def register_data_sources(spark: SparkSession) -> SparkSession:
     True
     """
     from streamlib.spark.source import TopicDataSource
+    from streamlib.spark.store_source import StoreDataSource
 
     spark.dataSource.register(TopicDataSource)
+    spark.dataSource.register(StoreDataSource)
     return spark
 
 

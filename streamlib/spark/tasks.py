@@ -118,6 +118,7 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
                                  if not name.startswith("__")}
             metrics["restored_records"] = store_metrics["restored_records"]
             metrics["restore_seconds"] = store_metrics["restore_seconds"]
+            metrics["changelog_offsets"] = stores.changelog_offsets()
     finally:
         if stores is not None:
             stores.close()

@@ -160,5 +160,9 @@ class TaskStore:
         self.metrics.committed_keys += len(changes.keys)
         self.metrics.commit_seconds += time.perf_counter() - started
 
+    def changelog_offset(self) -> Optional[int]:
+        """The changelog offset the local copy reflects (None: it has read none)."""
+        return self._meta_int(CHANGELOG_OFFSET)
+
     def close(self) -> None:
         self._db.close()
