@@ -89,6 +89,11 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
     backend = plan.backend.open()
     sub = plan.topology.subtopologies[plan.sub_id]
     task = Task(plan.topology, sub, partition, plan.config, backend.num_partitions)
+    # exactly_once on Kafka: the whole task batch is one transaction (KafkaBackend.begin_task).
+    transactional = getattr(backend, "exactly_once", False) and hasattr(backend, "begin_task")
+    if transactional:
+        app = plan.config.application_id
+        backend.begin_task(f"{app}-{task.task_id}", batch_id, f"{app}-streamlib-batches")
     stores = None
     if task.stateful:
         stores = open_task_stores(plan.config.task_state_dir(task.task_id), task.store_specs(),
@@ -119,7 +124,12 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
             metrics["restored_records"] = store_metrics["restored_records"]
             metrics["restore_seconds"] = store_metrics["restore_seconds"]
             metrics["changelog_offsets"] = stores.changelog_offsets()
+        if transactional:
+            backend.commit_task(batch_id)
+            transactional = False
     finally:
+        if transactional:
+            backend.abort_task()
         if stores is not None:
             stores.close()
     return output.filter(internal), metrics
