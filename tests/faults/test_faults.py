@@ -1,6 +1,14 @@
 """Fault injection (issue 11, item 8): SIGKILL of the driver's whole process group at
 random points, restarts, lost and corrupted state; results must equal a failure-free
-run's. ``make test`` runs 3 kills per registered topology; ``make faults`` runs 50."""
+run's. ``make test`` runs 3 kills per registered topology; ``make faults`` runs 50.
+
+The five silent-loss bugs of issue 11 have their regression tests beside the features
+that fixed them: a changed task count (``test_one_instance.py``), a second instance
+(``test_one_instance.py``), a torn input tail under the checkpoint
+(``test_offsets_beyond_end.py``), produce without flush (``test_producer_durability.py``),
+Column steps and bad bytes (``test_bad_input_columns.py``); a deleted changelog topic is
+in ``test_one_instance.py`` and ``test_state_damage.py``, a corrupted RocksDB copy in
+``test_state_damage.py`` and in the kills here."""
 from __future__ import annotations
 
 import pytest
