@@ -11,7 +11,6 @@ import uuid
 import pytest
 
 from streamlib.topics import open_backend
-from kafka_broker import TANSU_PRODUCER_CONFIG
 
 PRODUCE_AND_EXIT = """
 import json, sys
@@ -50,7 +49,7 @@ def _count(url: str, topic: str, config: dict) -> int:
 def target(request, tmp_path):
     if request.param == "local":
         return f"local://{tmp_path / 'log'}", {}
-    return f"kafka://{request.getfixturevalue('kafka_bootstrap')}", {"producer_config": TANSU_PRODUCER_CONFIG}
+    return f"kafka://{request.getfixturevalue('kafka_bootstrap')}", {}
 
 
 @pytest.mark.parametrize("how,extra", [("exit", 0), ("drop", 0), ("with", 1)])
