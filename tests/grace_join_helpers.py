@@ -15,14 +15,19 @@ def joiner(value: Any, other: Any) -> str:
     return f"{value}⋈{other}"
 
 
-def grace_join(grace_ms: int, left: bool = False, name: Optional[str] = None):
-    """``stream`` joined (or left-joined) with table ``table`` with ``grace_ms``, to ``out``."""
+def grace_join(grace_ms: int, left: bool = False, both: bool = False):
+    """``stream`` joined (or left-joined) with table ``table`` with ``grace_ms``, to
+    ``out``; with ``both``, the inner join to ``out`` and the left join to ``out-left``."""
     builder = StreamsBuilder()
     table = builder.table("table", consumed=Consumed.with_(S, S))
     stream = builder.stream("stream", consumed=Consumed.with_(S, S))
-    joined = Joined.with_(S, S, S, grace=timedelta(milliseconds=grace_ms), name=name)
-    result = stream.left_join(table, joiner, joined) if left else stream.join(table, joiner, joined)
-    result.to("out", produced=Produced.with_(S, S))
+    joined = Joined.with_(S, S, S, grace=timedelta(milliseconds=grace_ms))
+    produced = Produced.with_(S, S)
+    if both:
+        stream.join(table, joiner, joined).to("out", produced=produced)
+        stream.left_join(table, joiner, joined).to("out-left", produced=produced)
+    else:
+        (stream.left_join if left else stream.join)(table, joiner, joined).to("out", produced=produced)
     return builder.build()
 
 
