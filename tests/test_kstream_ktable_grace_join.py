@@ -278,3 +278,24 @@ def test_final_results_equal_the_join_with_the_version_valid_at_each_timestamp(e
     assert matched(final) == matched(oracle(events, left))
     if left:
         assert final.keys() == oracle(events, left).keys()
+
+
+def test_enrichment_example_under_the_driver():
+    """examples/enrichment: the bundled events (batch 2 = late customer updates) give
+    each order one first result, and five corrections with the header."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "enrichment"))
+    from enrichment import OUTPUT, build_topology, read_events
+    with TopologyTestDriver(build_topology(), config()) as driver:
+        topics = {name: driver.create_input_topic(name, S, S) for name in ("orders", "customers")}
+        for _, events in sorted(read_events(Path(sys.path[0]) / "data" / "events.tsv").items()):
+            for topic, key, value, timestamp in events:
+                topics[topic].pipe_input(key, value, timestamp)
+        records = driver.create_output_topic(OUTPUT, S, S).read_records_to_list()
+    corrections = [(r.key, r.value) for r in records if UPDATE in r.headers]
+    assert len(records) - len(corrections) == 6
+    assert corrections == [("c1", "o3: 5 pens for Alice (gold since 10:10)"),
+                           ("c3", "o4: 1 desk for Carol (new)"),
+                           ("c2", "o2: 1 lamp for Bob (silver)"), ("c2", "o6: 3 mugs for Bob (silver)"),
+                           ("c2", "o6: 3 mugs for Bob (gold)")]
