@@ -13,6 +13,7 @@ from typing import Any, Iterable, Optional
 
 from .config import StreamsConfig
 from .processors.stores import KeyValueStoreView, SessionStoreView, WindowStoreView, query_view
+from .processors.stores.kinds import queryable_kind
 from .runtime.task import Task
 from .serdes import Serde
 from .state import open_task_stores
@@ -212,7 +213,8 @@ class TopologyTestDriver:
 
     def get_all_state_stores(self) -> dict[str, Any]:
         """Every store's read-only view, by name (each of its kind)."""
-        return {name: self._view(name) for name, d in self.topology.stores.items() if d.kind != "buffer"}
+        return {name: self._view(name) for name, d in self.topology.stores.items()
+                if queryable_kind(d.kind)}
 
     def advance_wall_clock_time(self, duration: Duration) -> None:
         """Move the wall clock forward and fire the wall-clock timers now due."""

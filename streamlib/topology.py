@@ -17,7 +17,7 @@ SINK_KINDS = ("sink", "repartition")
 #: KTable steps that pass a table's changes on, so need old values only if their children do.
 DERIVED_TABLE_KINDS = ("table_filter", "table_map_values", "table_join", "table_join_merge")
 #: Children of a table that use only the new value of a change.
-NEW_VALUE_ONLY_KINDS = ("to_stream",)
+NEW_VALUE_ONLY_KINDS = ("to_stream", "stream_table_join_update")
 
 
 class TopologyError(ValueError):

@@ -165,13 +165,17 @@ def test_rekeyed_stream_joins_through_the_repartition():
         assert driver.create_output_topic("out-two", S, S).is_empty()
 
 
-def test_grace_is_rejected_for_now():
-    """Kafka needs a versioned table for a grace period (shouldFailIfTableIsNotVersioned);
-    this version has only the classic join and says so at build time."""
+def test_grace_builds_the_versioned_join():
+    """Kafka needs a versioned table for a grace period (KIP-923); here grace > 0 builds
+    the join with its own versioned store and stream buffer (the late-update
+    re-trigger, tests/test_kstream_ktable_grace_join.py), and no longer fails."""
     builder = StreamsBuilder()
     table = builder.table("t", consumed=CONSUMED)
-    with pytest.raises(TopologyError, match="grace"):
-        builder.stream("s", consumed=CONSUMED).join(table, tostring_joiner, Joined.with_(grace=5))
+    builder.stream("s", consumed=CONSUMED).join(table, tostring_joiner, Joined.with_(grace=5)).to("o")
+    topology = builder.build()
+    assert sorted(d.kind for d in topology.stores.values()) == ["kv", "stream_buffer", "versioned"]
+    assert {n.kind for n in topology.nodes.values()} >= {"stream_table_join_versioned",
+                                                           "stream_table_join_update"}
 
 
 def test_table_without_store_is_materialized_for_the_join():

@@ -194,13 +194,15 @@ class KStream:
             raise TopologyError(f"{what}(): {table.node_name} is a windowed table; a stream joins "
                                 "only a table keyed like its records")
         joined = joined or Joined()
-        if joined.grace_ms > 0:
-            raise TopologyError(f"{what}(): a grace period (the late-update re-trigger join) is not "
-                                "part of this version; use grace=0, Kafka Streams' classic join")
-        store = table._lookup_store()
+        # grace > 0 keeps its own versioned copy of the table: no lookup store needed
+        store = table._lookup_store() if joined.grace_ms == 0 else None
         stream = self
         if self._repartition_required:
             stream = self._join_repartition(joined)
+        if store is None:
+            from .versioned_join import versioned_join
+            node = versioned_join(self._graph, stream, table, joiner, joined, left)
+            return KStream(self._graph, node, stream.key_serde, None)
         node = self._graph.add("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", "stream_table_join",
                                [stream._node], name=joined.name, stores=(store,), store=store,
                                joiner=joiner, left=left)

@@ -18,6 +18,7 @@ from .suppress import SuppressProcessor
 from .table_joins import TableJoinMergeProcessor, TableJoinProcessor
 from .tables import (TableFilterProcessor, TableMapValuesProcessor, TableSelectProcessor,
                      TableSourceProcessor)
+from .versioned_join import VersionedStreamTableJoinProcessor, VersionedTableUpdateProcessor
 from .windowed import TimeWindowAggregateProcessor
 
 
@@ -52,6 +53,8 @@ PROCESSORS: dict[str, type[Processor]] = {
     "session_aggregate": SessionWindowAggregateProcessor,
     "suppress": SuppressProcessor,
     "stream_table_join": StreamTableJoinProcessor,
+    "stream_table_join_versioned": VersionedStreamTableJoinProcessor,
+    "stream_table_join_update": VersionedTableUpdateProcessor,
     "table_join": TableJoinProcessor,
     "table_join_merge": TableJoinMergeProcessor,
 }

@@ -15,6 +15,8 @@ from ...topology import StoreDef
 from .buffer import TimeOrderedBuffer
 from .keyvalue import KeyValueStoreView, TimestampedKeyValueStore
 from .session import SessionStore, SessionStoreView
+from .stream_buffer import StreamBuffer
+from .versioned import VersionedKeyValueStore
 from .window import TimestampedWindowStore, WindowStoreView
 
 #: (store def, byte store or reads, key serde, value serde) -> store
@@ -38,7 +40,17 @@ STORE_KINDS: dict[str, StoreKind] = {
     "session": StoreKind(lambda d, s, k, v: SessionStore(d.name, s, k, v),
                          lambda d, s, k, v: SessionStoreView(d.name, s, k, v)),
     "buffer": StoreKind(lambda d, s, k, v: TimeOrderedBuffer(d.name, s), _not_queryable),
+    # the stream–table join with grace: table history and stream records, both kept
+    # for retention_ms (the grace) behind stream time
+    "versioned": StoreKind(lambda d, s, k, v: VersionedKeyValueStore(d.name, s, k, v, d.retention_ms),
+                           _not_queryable),
+    "stream_buffer": StoreKind(lambda d, s, k, v: StreamBuffer(d.name, s, k, v), _not_queryable),
 }
+
+
+def queryable_kind(kind: str) -> bool:
+    """Whether stores of ``kind`` have a query view (internal buffers have none)."""
+    return kind in STORE_KINDS and STORE_KINDS[kind].view is not _not_queryable
 
 
 def _kind(d: StoreDef) -> StoreKind:

@@ -1,0 +1,53 @@
+"""Building the stream–table join with a grace period (see
+:mod:`streamlib.processors.versioned_join`): two join nodes over a versioned store and
+a stream buffer, and a merge of their results."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable
+
+from ..topology import StoreDef
+from .graph import GraphBuilder
+from .options import Joined
+
+
+def _without_caching(graph: GraphBuilder, node: str) -> None:
+    """Turn off caching in the stores of ``node`` and its ancestors: a versioned table
+    needs every update, not the latest per commit (Kafka's versioned stores have no
+    cache either)."""
+    todo, seen = [node], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for store in graph.nodes[name].stores:
+            graph.stores[store] = replace(graph.stores[store], caching=False)
+        todo.extend(graph.nodes[name].parents)
+
+
+def versioned_join(graph: GraphBuilder, stream: Any, table: Any, joiner: Callable[[Any, Any], Any],
+                   joined: Joined, left: bool) -> str:
+    """Add ``stream.join(table, joiner, joined)`` (``left_join`` if ``left``) with
+    ``joined.grace_ms > 0``; returns the node the result stream continues from."""
+    prefix = "KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN"
+    key_serde = joined.key_serde or stream.key_serde or table.key_serde
+    grace = joined.grace_ms
+    if joined.name is not None:
+        versions, buffer = f"{joined.name}-versions", f"{joined.name}-buffer"
+    else:
+        versions = graph.internal_store_name(f"{prefix}-VERSIONS")
+        buffer = graph.internal_store_name(f"{prefix}-BUFFER")
+    graph.add_store(StoreDef(versions, "versioned", key_serde,
+                             joined.other_value_serde or table.value_serde, queryable=False,
+                             caching=False, retention_ms=grace), user_named=False, step=prefix)
+    graph.add_store(StoreDef(buffer, "stream_buffer", key_serde, joined.value_serde or stream.value_serde,
+                             queryable=False, caching=False, retention_ms=grace),
+                    user_named=False, step=prefix)
+    _without_caching(graph, table.node_name)
+    params = dict(versions=versions, buffer=buffer, joiner=joiner, left=left, grace_ms=grace)
+    stream_side = graph.add(prefix, "stream_table_join_versioned", [stream.node_name],
+                            name=joined.name, stores=(versions, buffer), **params)
+    table_side = graph.add("KTABLE-JOINUPDATES", "stream_table_join_update", [table.node_name],
+                           stores=(versions, buffer), **params)
+    return graph.add("KSTREAM-MERGE", "merge", [stream_side, table_side])

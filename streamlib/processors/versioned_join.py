@@ -1,0 +1,116 @@
+"""Stream–table join with a grace period: the late-update re-trigger of the dual
+streaming model (Sax et al., "Streams and Tables: Two Sides of the Same Coin", 2018).
+
+Two nodes share a versioned store of the table's history and a buffer of stream
+records, both kept for the grace period behind the join's stream time (the largest
+timestamp either side has seen):
+
+- the stream side joins each record with the table version valid at the record's
+  timestamp, emits the result at once (no header) and buffers the record;
+- the table side adds each table update to the history as the version valid from its
+  timestamp; when older than buffered records of its key, it re-joins exactly the
+  records it now applies to (timestamp ≥ the update's and before the key's next newer
+  version) and emits the corrected results with the record's key, timestamp and
+  headers plus ``streamlib.update: b"1"``.
+
+Both sides run in one task (the table side is a child of the table's node), so
+"late" means late in processing order. An inner join whose record had no match and
+gets one from a late version emits that result for the first time (no header); one
+whose match a late tombstone removes emits a ``None`` value with the header (a
+retraction).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Processor
+from .record import Change, Headers, Record
+from .stores.stream_buffer import StreamBuffer
+from .stores.versioned import VersionedKeyValueStore
+
+#: the header of a corrected result, and its value
+UPDATE_HEADER = "streamlib.update"
+UPDATE_VALUE = b"1"
+
+
+def with_update_header(headers: Headers) -> Headers:
+    """``headers`` plus ``streamlib.update: b"1"`` (replacing an earlier one)."""
+    return tuple(h for h in headers if h[0] != UPDATE_HEADER) + ((UPDATE_HEADER, UPDATE_VALUE),)
+
+
+class _VersionedJoin(Processor):
+    """What both sides share: the stores, the joiner and the join type."""
+
+    def init(self) -> None:
+        params = self.node.params
+        self.versions: VersionedKeyValueStore = self.context.store(params["versions"])
+        self.buffer: StreamBuffer = self.context.store(params["buffer"])
+        self.joiner = params["joiner"]
+        self.left = params["left"]
+
+
+class VersionedStreamTableJoinProcessor(_VersionedJoin):
+    """The stream side: join as of the record's timestamp, emit, buffer."""
+
+    time_aware = True
+
+    def process(self, record: Record) -> None:
+        key, value = record.key, record.value
+        if value is None or (key is None and not self.left):
+            self.context.count("dropped_records")
+            return
+        if key is None:
+            # a left join joins a None key with no row and nothing can correct it (KIP-962)
+            self.forward(record.with_value(self.joiner(value, None)))
+            return
+        versions = self.versions
+        versions.observe(record.timestamp)
+        row = versions.get_as_of(key, record.timestamp)
+        other = None if row is None else row[0]
+        if other is not None or self.left:
+            self.forward(record.with_value(self.joiner(value, other)))
+        # a record older than the history cannot be corrected: no later update may
+        # be older than it (such updates are refused)
+        if record.timestamp >= versions.history_start:
+            self.buffer.put(key, value, record.timestamp, record.headers)
+
+    def advance_time(self, stream_time: int) -> None:
+        self.versions.observe(stream_time)
+
+    def watermark(self) -> int:
+        return self.versions.history_start
+
+    def flush(self) -> None:
+        """Expire what the grace no longer covers (lookups already ignore it)."""
+        self.buffer.expire(self.versions.history_start)
+        self.versions.expire()
+
+
+class VersionedTableUpdateProcessor(_VersionedJoin):
+    """The table side: record the version, re-join the buffered records it applies to."""
+
+    def process(self, record: Record) -> None:
+        key = record.key
+        if key is None:
+            return
+        change: Change = record.value
+        new, since = change.new, record.timestamp
+        versions = self.versions
+        versions.observe(since)
+        before = versions.get_as_of(key, since)
+        until = versions.next_version_after(key, since)
+        if not versions.put(key, new, since):
+            self.context.count("dropped_records")   # older than the grace: no join sees it
+            return
+        old = None if before is None else before[0]
+        had_result = old is not None or self.left
+        for timestamp, value, headers in self.buffer.fetch(key, since, None if until is None else until - 1):
+            if new is None and not self.left:
+                if not had_result:
+                    continue
+                result: Any = None                # the inner join's match is gone
+            else:
+                result = self.joiner(value, new)
+            self.forward(Record(key, result, timestamp,
+                                with_update_header(headers) if had_result else headers,
+                                record.topic, record.partition, record.offset))
