@@ -85,7 +85,8 @@ def fill_topic(bootstrap: str, ts: np.ndarray, keys: np.ndarray) -> None:
     backend.close()
 
 
-def run_spark(spark, parquet_dir: str, checkpoint: str, size_s: int, advance_s: int, final: bool) -> float:
+def run_spark(spark, parquet_dir: str, checkpoint: str, size_s: int, advance_s: int,
+              final: bool) -> tuple[float, int]:
     from pyspark.sql import functions as F
 
     events = (spark.readStream.schema("key string, ts long").option("maxFilesPerTrigger", 1).parquet(parquet_dir)
@@ -97,8 +98,9 @@ def run_spark(spark, parquet_dir: str, checkpoint: str, size_s: int, advance_s: 
              .outputMode("append" if final else "update").format("noop")
              .option("checkpointLocation", checkpoint).trigger(availableNow=True))
     start = time.perf_counter()
-    query.start().awaitTermination()
-    return time.perf_counter() - start
+    handle = query.start()
+    handle.awaitTermination()
+    return time.perf_counter() - start, len(handle.recentProgress)
 
 
 def build_topology(name: str, size_s: int, advance_s: int, final: bool):
@@ -156,12 +158,15 @@ def main() -> None:
     print(f"{'setting':<17}{'engine':<11}{'seconds':>9}{'events/s':>11}{'vs spark':>9}  notes")
     for name in args.settings.split(","):
         size_s, advance_s, final = SETTINGS[name]
-        spark_s = run_spark(spark, f"{work}/parquet", f"{work}/ckpt-{name}", size_s, advance_s, final)
-        print(f"{name:<17}{'spark':<11}{spark_s:>9.2f}{args.events / spark_s:>11,.0f}", flush=True)
+        spark_s, spark_batches = run_spark(spark, f"{work}/parquet", f"{work}/ckpt-{name}", size_s, advance_s,
+                                           final)
+        print(f"{name:<17}{'spark':<11}{spark_s:>9.2f}{args.events / spark_s:>11,.0f}{'':>9}  "
+              f"{spark_batches} batches", flush=True)
         ours_s, metrics, emitted = run_streamlib(spark, bootstrap, f"{work}/state", name, size_s, advance_s,
                                                  final, per_batch)
         print(f"{name:<17}{'streamlib':<11}{ours_s:>9.2f}{args.events / ours_s:>11,.0f}{spark_s / ours_s:>8.2f}x"
-              f"  {emitted:,} windows emitted, {metrics['dropped_records']:,} dropped, "
+              f"  {metrics['last_batch'] + 1} batches, {emitted:,} windows emitted, "
+              f"{metrics['dropped_records']:,} dropped, "
               f"load {os.getloadavg()[0]:.1f}", flush=True)
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
