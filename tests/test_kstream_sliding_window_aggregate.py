@@ -506,3 +506,29 @@ def test_random_input_matches_brute_force(emit, seed):
         assert len(emitted) == len(set(k for k, _ in emitted)), f"seed {seed}: a window emitted twice"
         closed = {k: v for k, v in expected.items() if k[1] + diff < close_time}
         assert dict(emitted) == closed, f"seed {seed}"
+
+
+@STRATEGIES
+@pytest.mark.parametrize("seed", range(3))
+def test_random_input_in_one_cached_batch_matches_brute_force(emit, seed, tmp_path):
+    """The brute-force comparison with every record in ONE batch of a caching task (the Spark
+    path's commit, Kafka's cached store): on update exactly one update per window, the last."""
+    from streams_helpers import run_cached_batch
+    rng = random.Random(100 + seed)
+    diff, grace = rng.choice([(10, 20), (30, 40), (5, 100)])
+    records = _random_stream(rng, 300, 3, diff, grace)
+    builder = StreamsBuilder()
+    table = _agg(builder, diff, grace, emit, initializer=lambda: "", aggregator=_value_set)
+    serde = time_windowed(diff)
+    table.to_stream().to("out", produced=Produced.with_(serde, S))
+    rows = run_cached_batch(builder.build(), [("topic", S.serialize(k), S.serialize(v), ts)
+                                              for k, v, ts in records], tmp_path)
+    out = [(serde.deserialize(k), S.deserialize(v), ts) for topic, ts, k, v in rows if topic == "out"]
+    expected, _, close_time = _brute_force(records, diff, grace)
+    got = {(w.key, w.window.start): (value, ts) for w, value, ts in out}
+    if emit == UPDATE:
+        assert len(got) == len(out), f"seed {seed}: more than one update of a window in one commit"
+        assert got == expected, f"seed {seed}"
+    else:
+        assert len(got) == len(out), f"seed {seed}: a window emitted twice"
+        assert got == {k: v for k, v in expected.items() if k[1] + diff < close_time}, f"seed {seed}"
