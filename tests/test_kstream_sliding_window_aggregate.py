@@ -24,7 +24,7 @@ import pytest
 from streamlib import (Consumed, EmitStrategy, Materialized, Produced, SlidingWindows, StreamsBuilder)
 
 from streams_helpers import S, driver_for, kvt
-from windowed_helpers import string_adder, string_init, time_windowed, wkvt
+from windowed_helpers import random_stream, string_adder, string_init, time_windowed, wkvt
 
 UPDATE, CLOSE = EmitStrategy.on_window_update(), EmitStrategy.on_window_close()
 STRATEGIES = pytest.mark.parametrize("emit", [UPDATE, CLOSE], ids=["on_update", "on_close"])
@@ -437,23 +437,6 @@ def test_aggregate_random_input(emit, seed):
     assert results == expected, f"seed {seed}"
 
 
-def _random_stream(rng: random.Random, n: int, keys: int, diff: int, grace: int):
-    """``n`` records over ``keys`` keys: mostly in order, some up to grace/2 out of order (all
-    their windows still open), about 3% far too late (every window of theirs closed)."""
-    records, observed = [], 0
-    for i in range(n):
-        roll = rng.random()
-        if roll < 0.03 and observed - grace - diff - 1 >= 0:
-            ts = rng.randint(0, observed - grace - diff - 1)
-        elif roll < 0.35:
-            ts = max(0, observed - rng.randint(0, grace // 2))
-        else:
-            ts = observed + rng.randint(0, diff // 2)
-        observed = max(observed, ts)
-        records.append((f"k{rng.randrange(keys)}", f"{i:04d}", ts))
-    return records
-
-
 def _brute_force(records, diff: int, grace: int):
     """Sliding windows from their definition: per key, each accepted record at t has the left
     window [max(0, t - diff), ...] and, when an accepted record lies in [t + 1, t + 1 + diff], the
@@ -492,7 +475,7 @@ def test_random_input_matches_brute_force(emit, seed):
     its final value, and no other window; late records are counted as dropped."""
     rng = random.Random(seed)
     diff, grace = rng.choice([(10, 20), (30, 40), (5, 100)])
-    records = _random_stream(rng, 300, 3, diff, grace)
+    records = random_stream(rng, 300, 3, diff, grace)
     builder = StreamsBuilder()
     table = _agg(builder, diff, grace, emit, initializer=lambda: "", aggregator=_value_set)
     out, dropped = _run(builder, table, diff, records)
@@ -516,7 +499,7 @@ def test_random_input_in_one_cached_batch_matches_brute_force(emit, seed, tmp_pa
     from streams_helpers import run_cached_batch
     rng = random.Random(100 + seed)
     diff, grace = rng.choice([(10, 20), (30, 40), (5, 100)])
-    records = _random_stream(rng, 300, 3, diff, grace)
+    records = random_stream(rng, 300, 3, diff, grace)
     builder = StreamsBuilder()
     table = _agg(builder, diff, grace, emit, initializer=lambda: "", aggregator=_value_set)
     serde = time_windowed(diff)
