@@ -30,6 +30,7 @@ wordcount: $(STAMP) java
 bench: $(STAMP) java
 	$(VPY) benchmarks/topics_bench.py
 	$(VPY) benchmarks/wordcount_bench.py
+	$(VPY) benchmarks/windowed_bench.py
 
 clean:
 	rm -rf $(VENV) streamlib-data streamlib-state examples/wordcount/run
