@@ -49,6 +49,7 @@ faults: $(STAMP) java
 bench: $(STAMP) java
 	$(VPY) benchmarks/topics_bench.py
 	$(VPY) benchmarks/wordcount_bench.py
+	$(VPY) benchmarks/windowed_bench.py
 
 clean:
 	rm -rf $(VENV) .cache streamlib-data streamlib-state examples/wordcount/run

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from streamlib import (Consumed, Materialized, Produced, Serdes, SessionWindows, StreamsBuilder,
-                       Suppressed, TimeWindows)
+from streamlib import (Consumed, EmitStrategy, Materialized, Produced, Serdes, SessionWindows, SlidingWindows,
+                       StreamsBuilder, Suppressed, TimeWindows)
 from both_engines import Input, Outcome, run_both, run_driver, run_spark
 from engine import Workspace
 
@@ -37,6 +37,15 @@ def sessions_topology():
      .windowed_by(SessionWindows.with_inactivity_gap(300, grace=100))
      .count(materialized=Materialized.as_("sessions"))
      .to_stream().to("final", produced=Produced.with_(Serdes.session_windowed(S), L)))
+    return builder.build()
+
+
+def sliding_topology():
+    builder = StreamsBuilder()
+    (builder.stream("events", consumed=Consumed.with_(S, S)).group_by_key()
+     .windowed_by(SlidingWindows.of(SIZE, grace=GRACE)).emit_strategy(EmitStrategy.on_window_close())
+     .count(materialized=Materialized.as_("sliding"))
+     .to_stream().to("final", produced=Produced.with_(WINDOWED, L)))
     return builder.build()
 
 
@@ -87,6 +96,19 @@ def test_hopping_updates_match_driver(spark, tmp_path):
         workspace.produce("events", half, partitions=2)
         workspace.run(spark, build(), cache_max_bytes=0).stop()
     sparked = Outcome({}, {"final": workspace.read("final", WINDOWED, L, with_partition=True)})
+    assert_outputs_agree(driver, sparked, every_update=True)
+
+
+@pytest.mark.parametrize("cache", [True, False], ids=["cached", "uncached"])
+def test_sliding_final_counts_match_driver(spark, tmp_path, cache):
+    """Sliding windows, emit on close (KStreamSlidingWindowAggregateTest's final results) over
+    micro-batches of 50 records with out-of-order and late records: each window's final count
+    once, as the driver emits it."""
+    inputs = [Input("events", events(4, n=200), partitions=1)]
+    driver, sparked = run_both(spark, tmp_path, sliding_topology, inputs, {"final": (WINDOWED, L)},
+                               cache_max_bytes=(1 << 20) if cache else 0, max_records_per_batch=50)
+    finals = [w for w, _, _, _ in sparked.outputs["final"]]
+    assert finals and len(finals) == len(set(finals))
     assert_outputs_agree(driver, sparked, every_update=True)
 
 

@@ -1,6 +1,8 @@
 """Helpers for the windowed-aggregation tests ported from Kafka Streams (TopologyTestDriver based)."""
 from __future__ import annotations
 
+import random
+
 from streamlib import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Window, Windowed
 
 from streams_helpers import S, driver_for, kvt
@@ -49,3 +51,21 @@ def run(builder, inputs, outputs, **config):
 
 def time_windowed(size: int):
     return Serdes.time_windowed(S, size)
+
+
+def random_stream(rng: random.Random, n: int, keys: int, diff: int, grace: int):
+    """``n`` records (key, value, ts) over ``keys`` keys: mostly in order, some up to grace/2 out
+    of order (all their windows still open), about 3% far too late (every window of theirs
+    closed, for windows at most ``diff`` long after the record)."""
+    records, observed = [], 0
+    for i in range(n):
+        roll = rng.random()
+        if roll < 0.03 and observed - grace - diff - 1 >= 0:
+            ts = rng.randint(0, observed - grace - diff - 1)
+        elif roll < 0.35:
+            ts = max(0, observed - rng.randint(0, grace // 2))
+        else:
+            ts = observed + rng.randint(0, diff // 2)
+        observed = max(observed, ts)
+        records.append((f"k{rng.randrange(keys)}", f"{i:04d}", ts))
+    return records

@@ -83,8 +83,13 @@ class _WindowedStream:
         name = materialized.store_name if named else self._graph.internal_store_name(self._prefix)
         key_serde = (materialized and materialized.key_serde) or self.key_serde
         value_serde = (materialized and materialized.value_serde) or value_serde
-        retention = max(self.windows.retention_ms,
-                        (materialized and materialized.retention_ms) or 0)
+        retention = (materialized and materialized.retention_ms) or self.windows.retention_ms
+        if retention < self.windows.retention_ms:
+            # Kafka's Window/SlidingWindow/SessionStoreMaterializer refuse a store that
+            # would drop windows (sessions) that can still be updated
+            raise ValueError(f"The retention period of the {self._store_kind} store {name} must be no "
+                             f"smaller than {self._retention_rule()}. Got {self._retention_rule_values()}, "
+                             f"retention=[{retention}]")
         store = StoreDef(name, self._store_kind, key_serde, value_serde,
                          logging=materialized.logging if materialized else True, queryable=named,
                          caching=materialized.caching if materialized else True,
@@ -100,6 +105,14 @@ class _WindowedStream:
                                retention_ms=store.retention_ms, **params)
         return KTable(self._graph, node, store.key_serde, store.value_serde, store.name,
                       queryable=named, windowed=self._keys())
+
+
+    def _retention_rule(self) -> str:
+        """What the store's retention must cover, in Kafka's words."""
+        raise NotImplementedError
+
+    def _retention_rule_values(self) -> str:
+        raise NotImplementedError
 
 
 class TimeWindowedKStream(_WindowedStream):
@@ -131,6 +144,14 @@ class TimeWindowedKStream(_WindowedStream):
     def _keys(self) -> WindowedKeys:
         return WindowedKeys(session=False, window_size_ms=self._window_size())
 
+    def _retention_rule(self) -> str:
+        return ("2 * time difference plus the grace period" if self._sliding
+                else "its window size plus the grace period")
+
+    def _retention_rule_values(self) -> str:
+        kind = "time difference" if self._sliding else "size"
+        return f"{kind}=[{self._window_size()}], grace=[{self.windows.grace_ms}]"
+
     def _kind(self) -> str:
         return "sliding_aggregate" if self._sliding else "window_aggregate"
 
@@ -156,6 +177,12 @@ class SessionWindowedKStream(_WindowedStream):
     """A grouped stream over session windows (Kafka's ``SessionWindowedKStream``)."""
 
     _store_kind = "session"
+
+    def _retention_rule(self) -> str:
+        return "the session inactivity gap plus the grace period"
+
+    def _retention_rule_values(self) -> str:
+        return f"gap=[{self.windows.gap_ms}], grace=[{self.windows.grace_ms}]"
 
     def _window_size(self) -> int:
         return 0

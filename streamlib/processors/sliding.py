@@ -50,8 +50,8 @@ class SlidingWindowAggregateProcessor(WindowedAggregateProcessor):
         left_created = right_created = False
         previous: Optional[int] = None
         # newest first, like Kafka's backward fetch
-        for start, value, max_ts in reversed(self.store.fetch(key, max(0, timestamp - 2 * diff),
-                                                              timestamp + 1)):
+        lower = max(timestamp - 2 * diff, self.live_from())
+        for start, value, max_ts in reversed(self.store.fetch(key, lower, timestamp + 1)):
             starts.add(start)
             end = start + diff
             if start == timestamp + 1:
@@ -93,7 +93,7 @@ class SlidingWindowAggregateProcessor(WindowedAggregateProcessor):
         right_created = False
         starts: set[int] = set()
         previous: Optional[int] = None
-        for start, value, max_ts in self.store.fetch(key, 0, timestamp + 1):
+        for start, value, max_ts in self.store.fetch(key, self.live_from(), timestamp + 1):
             starts.add(start)
             if start == 0:
                 combined = (value, max_ts)
@@ -147,4 +147,4 @@ class SlidingWindowAggregateProcessor(WindowedAggregateProcessor):
         if upper < 0:
             return None
         lower = 0 if self.last_emit_close_time < 0 else max(0, self.last_emit_close_time - self.diff)
-        return self.store.fetch_all(lower, upper)
+        return self.store.fetch_all(max(lower, self.live_from()), upper)

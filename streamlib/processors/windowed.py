@@ -105,6 +105,12 @@ class WindowedAggregateProcessor(Processor):
         for on_window_close) starts >= store time − retention."""
         return self.store_time - self.retention_ms + (0 if self.emit_final else 1)
 
+    def live_from(self) -> int:
+        """The first window start (session end) reads may see. Kafka's window stores hide
+        expired windows from every fetch at once (``getActualFrom``), not only once a
+        cleanup drops them; ours drop them at flush, so reads in between bound by this."""
+        return max(0, self.expired_before()) if self.store_time >= 0 else 0
+
     def flush(self) -> None:
         self.emitter.flush()
         if self.store_time >= 0:
@@ -154,7 +160,7 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
         if upper < 0:
             return None
         lower = 0 if self.last_emit_close_time < 0 else max(0, self.last_emit_close_time - size) + 1
-        return self.store.fetch_all(lower, upper)
+        return self.store.fetch_all(max(lower, self.live_from()), upper)
 
 
 def reducer_aggregator(reducer):
