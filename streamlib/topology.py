@@ -58,6 +58,9 @@ class StoreDef:
     caching: bool = True
     window_size_ms: int = 0
     retention_ms: int = 0
+    #: window stores only: keep every record put, several per key and time (Kafka's
+    #: ``retainDuplicates``, the stores of a stream–stream join)
+    retain_duplicates: bool = False
 
 
 @dataclass

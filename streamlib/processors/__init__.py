@@ -14,6 +14,7 @@ from .stateless import (BranchProcessor, FilterProcessor, FlatMapProcessor, Flat
                         MapProcessor, MapValuesProcessor, PassThroughProcessor, PeekProcessor,
                         SelectKeyProcessor, ToStreamProcessor)
 from .stores import TimestampedKeyValueStore
+from .stream_joins import JoinWindowProcessor, OuterStreamJoinProcessor, StreamJoinProcessor
 from .suppress import SuppressProcessor
 from .table_joins import TableJoinMergeProcessor, TableJoinProcessor
 from .tables import (TableFilterProcessor, TableMapValuesProcessor, TableSelectProcessor,
@@ -54,6 +55,9 @@ PROCESSORS: dict[str, type[Processor]] = {
     "stream_table_join": StreamTableJoinProcessor,
     "table_join": TableJoinProcessor,
     "table_join_merge": TableJoinMergeProcessor,
+    "join_window": JoinWindowProcessor,
+    "stream_join": StreamJoinProcessor,
+    "stream_outer_join": OuterStreamJoinProcessor,
 }
 
 
