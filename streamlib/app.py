@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from .config import StreamsConfig
 from .processors.stores import query_view
+from .state.global_replica import GLOBAL_DIR
 from .state.partitioned import PartitionedReadOnlyStore
 from .topics import TopicNotFound
 from .topology import Topology, TopologyError
@@ -163,6 +164,12 @@ class Streams:
             except TopicNotFound:
                 raise TopologyError(f"source topic {topic!r} does not exist; create it first "
                                     f"(python -m streamlib topics create {topic})") from None
+        for topic in self.topology.global_stores().values():   # read by the tasks themselves
+            try:
+                backend.num_partitions(topic)
+            except TopicNotFound:
+                raise TopologyError(f"global table topic {topic!r} does not exist; create it first "
+                                    f"(python -m streamlib topics create {topic})") from None
         self.topology.check_copartitioned(counts)
         partitions = max(counts.values(), default=1)
         outputs = list(self.topology.sink_topics())
@@ -206,11 +213,15 @@ class Streams:
             raise KeyError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
         if name not in self._views:
             store = self.topology.stores[name]
-            sub = next(s for s in self.topology.subtopologies if name in s.stores)
             root = self.config.application_state_dir
+            if store.global_topic:
+                def paths() -> list[str]:   # every replica is complete: read one
+                    return sorted(glob.glob(os.path.join(root, "*", GLOBAL_DIR, name)))[:1]
+            else:
+                sub = next(s for s in self.topology.subtopologies if name in s.stores)
 
-            def paths() -> list[str]:
-                return sorted(glob.glob(os.path.join(root, f"{sub.id}_*", name)))
+                def paths() -> list[str]:
+                    return sorted(glob.glob(os.path.join(root, f"{sub.id}_*", name)))
 
             self._views[name] = query_view(store, PartitionedReadOnlyStore(paths), self.config)
         return self._views[name]

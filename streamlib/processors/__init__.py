@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..topology import SubTopology, Topology, TopologyError
 from .aggregate import StreamAggregateProcessor, TableAggregateProcessor
 from .base import Processor, ProcessorContext, ProcessingError
+from .global_joins import GlobalTableJoinProcessor
 from .io import DeserializationFailure, SinkProcessor, SourceProcessor
 from .joins import StreamTableJoinProcessor
 from .record import Change, Record
@@ -58,6 +59,7 @@ PROCESSORS: dict[str, type[Processor]] = {
     "join_window": JoinWindowProcessor,
     "stream_join": StreamJoinProcessor,
     "stream_outer_join": OuterStreamJoinProcessor,
+    "global_join": GlobalTableJoinProcessor,
 }
 
 
