@@ -226,7 +226,7 @@ class TopologyTestDriver:
 
     def get_all_state_stores(self) -> dict[str, Any]:
         """Every store's read-only view, by name (each of its kind)."""
-        return {name: self._view(name) for name, d in self.topology.stores.items() if d.kind not in ("buffer", "join_outer")}
+        return {name: self._view(name) for name, d in self.topology.stores.items() if d.kind not in ("buffer", "join_outer", "raw")}
 
     def advance_wall_clock_time(self, duration: Duration) -> None:
         """Move the wall clock forward and fire the wall-clock timers now due."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from ..topology import SubTopology, Topology, TopologyError
 from .aggregate import StreamAggregateProcessor, TableAggregateProcessor
 from .base import Processor, ProcessorContext, ProcessingError
+from .fk_joins import (ForeignChangeProcessor, ForeignKeyLeftSendProcessor, LeftReplicaProcessor,
+                       ResponseJoinProcessor, SubscribeProcessor, SubscriptionJoinProcessor)
 from .global_joins import GlobalTableJoinProcessor
 from .io import DeserializationFailure, SinkProcessor, SourceProcessor
 from .joins import StreamTableJoinProcessor
@@ -60,6 +62,12 @@ PROCESSORS: dict[str, type[Processor]] = {
     "stream_join": StreamJoinProcessor,
     "stream_outer_join": OuterStreamJoinProcessor,
     "global_join": GlobalTableJoinProcessor,
+    "fk_left_send": ForeignKeyLeftSendProcessor,
+    "fk_subscribe": SubscribeProcessor,
+    "fk_subscription_join": SubscriptionJoinProcessor,
+    "fk_foreign_change": ForeignChangeProcessor,
+    "fk_left_replica": LeftReplicaProcessor,
+    "fk_response_join": ResponseJoinProcessor,
 }
 
 

@@ -14,6 +14,7 @@ from ...state.reads import KeyValueReads
 from ...topology import StoreDef
 from .buffer import TimeOrderedBuffer
 from .duplicates import DuplicatesWindowStore, DuplicatesWindowStoreView, OuterJoinBuffer
+from .raw import RawStore
 from .keyvalue import KeyValueStoreView, TimestampedKeyValueStore
 from .session import SessionStore, SessionStoreView
 from .window import TimestampedWindowStore, WindowStoreView
@@ -50,6 +51,7 @@ STORE_KINDS: dict[str, StoreKind] = {
                          lambda d, s, k, v: SessionStoreView(d.name, s, k, v)),
     "buffer": StoreKind(lambda d, s, k, v: TimeOrderedBuffer(d.name, s), _not_queryable),
     "join_outer": StoreKind(lambda d, s, k, v: OuterJoinBuffer(d.name, s), _not_queryable),
+    "raw": StoreKind(lambda d, s, k, v: RawStore(d.name, s), _not_queryable),
 }
 
 
