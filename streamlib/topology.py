@@ -205,10 +205,16 @@ class Topology:
     def check_copartitioned(self, partitions: Mapping[str, int]) -> None:
         """Raise unless every stateful sub-topology reads source topics with one partition
         count: task ``i`` reads partition ``i`` of each, so a key must land on the same
-        partition number in all of them (Kafka Streams' co-partitioning rule).
+        partition number in all of them (Kafka Streams' co-partitioning rule). Inputs
+        whose key changed are repartitioned to the common count; only a repartition
+        with a fixed ``num_partitions`` takes part in the check.
         ``partitions`` maps each source topic to its partition count."""
         for sub in self.subtopologies:
             counts = {topic: partitions[topic] for topic in sub.source_topics}
+            for name in sub.nodes:   # a repartition given a fixed count cannot adapt either
+                node = self.nodes[name]
+                if node.kind == "source" and node.params.get("internal") and node.params.get("num_partitions"):
+                    counts[node.params["topics"][0]] = node.params["num_partitions"]
             if not sub.stateful or len(set(counts.values())) <= 1:
                 continue
             node = next(name for name in sub.nodes if self.nodes[name].stores)

@@ -121,3 +121,18 @@ def test_foreign_key_joins_through_spark(spark, tmp_path):
         "o4": "order4b|c0+name0", "o5": "order5|c0+name0", "o6": "order6|c1+name1",
         "o8": "order8|c3+NAME3"}
     assert driver.stores["fk-left"]["o7"] == "order7|c2+null"
+
+
+def test_start_fails_for_a_join_of_topics_with_different_partition_counts(spark, tmp_path):
+    """Co-partitioning is checked at start(): the error names both topics and counts."""
+    import pytest
+    from engine import Workspace
+    from streamlib.topology import TopologyError
+    workspace = Workspace(tmp_path)
+    workspace.produce("left", [("a", "1", 0)], partitions=2)
+    workspace.produce("right", [("a", "2", 0)], partitions=3)
+    builder = StreamsBuilder()
+    builder.stream("left").join(builder.stream("right"), tostring_joiner,
+                                JoinWindows.of_time_difference(10)).to("out")
+    with pytest.raises(TopologyError, match=r"'left' \(2 partitions\), 'right' \(3 partitions\)"):
+        workspace.run(spark, builder.build())

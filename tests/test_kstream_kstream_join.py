@@ -299,3 +299,33 @@ def test_join_stores_are_window_stores_with_duplicates():
         t1.pipe_input(0, "B", 5)
         store = driver.get_window_store("KSTREAM-JOINTHIS-0000000004-store")
         assert store.fetch(0, 0, 10) == [(5, "A"), (5, "B")]
+
+
+def test_join_of_inputs_with_different_partition_counts_fails_naming_both():
+    """Kafka's co-partitioning rule (checked at start() with the topics' partition
+    counts): two source topics of a join with different counts cannot be joined."""
+    builder = StreamsBuilder()
+    builder.stream("left").join(builder.stream("right"), tostring_joiner,
+                                JoinWindows.of_time_difference(10)).to("out")
+    topology = builder.build()
+    topology.check_copartitioned({"left": 2, "right": 2})
+    with pytest.raises(TopologyError, match=r"'left' \(2 partitions\), 'right' \(3 partitions\)"):
+        topology.check_copartitioned({"left": 2, "right": 3})
+
+
+def test_repartition_with_fixed_count_must_match_the_other_side():
+    """A re-keyed side is repartitioned to the other side's count; a repartition fixed to
+    another count cannot be, and the join fails naming both topics."""
+    from streamlib import Repartitioned
+    builder = StreamsBuilder()
+    left = builder.stream("left").select_key(lambda k, v: v).repartition(
+        Repartitioned(name="fixed", num_partitions=4))
+    left.join(builder.stream("right"), tostring_joiner, JoinWindows.of_time_difference(10)).to("out")
+    topology = builder.build()
+    assert "fixed-repartition" in topology.describe()
+    with pytest.raises(TopologyError, match=r"'right' \(2 partitions\), 'fixed-repartition' \(4 partitions\)"):
+        topology.check_copartitioned({"left": 2, "right": 2})
+    rekeyed = StreamsBuilder()
+    rekeyed.stream("left").select_key(lambda k, v: v).join(
+        rekeyed.stream("right"), tostring_joiner, JoinWindows.of_time_difference(10)).to("out")
+    rekeyed.build().check_copartitioned({"left": 2, "right": 3})   # the re-keyed side adapts
