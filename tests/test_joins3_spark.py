@@ -136,3 +136,44 @@ def test_start_fails_for_a_join_of_topics_with_different_partition_counts(spark,
                                 JoinWindows.of_time_difference(10)).to("out")
     with pytest.raises(TopologyError, match=r"'left' \(2 partitions\), 'right' \(3 partitions\)"):
         workspace.run(spark, builder.build())
+
+
+def test_stream_stream_joins_over_several_runs(spark, tmp_path):
+    """Join stores, the outer-join buffer and the shared stream time carry over from run
+    to run (restarts): the inputs arrive in time-ordered chunks, one run each, so matches
+    and closed windows fall in later micro-batches than their records."""
+    from both_engines import run_driver
+    from engine import Workspace
+    workspace = Workspace(tmp_path)
+    inputs = stream_stream_inputs()
+    outputs = {topic: (S, S) for topic in ("inner", "left", "outer", "rekeyed")}
+    driver = run_driver(stream_stream_topology(), inputs, outputs, workspace.config(cache_max_bytes=0))
+    for lo, hi in ((0, 100), (100, 200), (200, 400), (400, 1 << 40)):
+        for inp in inputs:
+            workspace.produce(inp.topic, [r for r in inp.records if lo <= r[2] < hi], inp.partitions)
+        workspace.run(spark, stream_stream_topology(), cache_max_bytes=0).stop()
+    for topic in outputs:
+        on_spark = sorted(r[:3] for r in workspace.read(topic))
+        assert on_spark == results(driver, topic), topic
+
+
+def test_global_table_updates_between_runs_reach_every_task(spark, tmp_path):
+    """A restarted application's tasks catch their replicas up with the global records
+    produced meanwhile (only those: the replicas remember their offsets)."""
+    from engine import Workspace
+    workspace = Workspace(tmp_path)
+    workspace.produce("products", [("p0", "old-0", 0), ("p1", "old-1", 1)], partitions=3)
+    workspace.produce("orders", [(f"o{i}", f"p{i % 2}:{i}", 10 + i) for i in range(4)], partitions=2)
+    workspace.run(spark, global_topology(), cache_max_bytes=0).stop()
+    workspace.produce("products", [("p0", "new-0", 20), ("p1", None, 21)], partitions=3)
+    workspace.produce("orders", [(f"o{i}", f"p{i % 2}:{i}", 30 + i) for i in range(4, 8)], partitions=2)
+    app = workspace.run(spark, global_topology(), cache_max_bytes=0)
+    try:
+        restored = app.metrics()["restored_records"]
+        assert dict(app.store("products").all()) == {"p0": "new-0"}
+    finally:
+        app.stop()
+    enriched = sorted((k, v) for k, v, _ in workspace.read("enriched"))
+    assert enriched == [("o0", "p0:0+old-0"), ("o1", "p1:1+old-1"), ("o2", "p0:2+old-0"),
+                        ("o3", "p1:3+old-1"), ("o4", "p0:4+new-0"), ("o6", "p0:6+new-0")]
+    assert restored <= 2 * 2   # each task read only the two new global records
