@@ -6,7 +6,10 @@ STAMP := $(VENV)/.installed-stamp
 export PYSPARK_PYTHON := $(VPY)
 export PYSPARK_DRIVER_PYTHON := $(VPY)
 
-.PHONY: test wordcount bench java clean
+# Java artifact versions: one place, shared with Maven (-D) and Python (streamlib.jvm).
+include streamlib/versions.env
+
+.PHONY: test wordcount bench java jars kafka-up kafka-down clean faults
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "streamlib needs $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -18,18 +21,34 @@ $(STAMP): pyproject.toml
 java:
 	@$(VPY) -m streamlib.spark.java_check
 
-test: $(STAMP) java
+# Apache Kafka's broker jars and Spark's Kafka source (Maven, into .cache/; once).
+jars: $(STAMP) java
+	$(VPY) tools/kafka_local.py fetch
+
+# A local Apache Kafka $(KAFKA_VERSION) broker on 127.0.0.1:9092 (data under .cache/kafka/).
+kafka-up: jars
+	$(VPY) tools/kafka_local.py up --port 9092
+
+kafka-down:
+	$(VPY) tools/kafka_local.py down --port 9092
+
+test: $(STAMP) java jars
 	$(VPY) -m pytest -q
 
+# Runs from the repository root, so the README's follow-up commands find the topics
+# in ./streamlib-data.
 wordcount: $(STAMP) java
-	rm -rf examples/wordcount/run
-	mkdir -p examples/wordcount/run
-	cd examples/wordcount/run && $(abspath $(VENV))/bin/spark-submit --master 'local[2]' --conf spark.log.level=WARN \
-	    ../wordcount.py --input ../data/input.txt
+	$(abspath $(VENV))/bin/spark-submit --master 'local[2]' --conf spark.log.level=WARN \
+	    examples/wordcount/wordcount.py --input examples/wordcount/data/input.txt
+
+# Fault injection: 50 SIGKILLs per registered topology, restarts, lost and corrupted
+# state; compares with a failure-free run and prints the summary table.
+faults: $(STAMP) java
+	$(VPY) tests/faults/harness.py --kills 50
 
 bench: $(STAMP) java
 	$(VPY) benchmarks/topics_bench.py
 	$(VPY) benchmarks/wordcount_bench.py
 
 clean:
-	rm -rf $(VENV) streamlib-data streamlib-state examples/wordcount/run
+	rm -rf $(VENV) .cache streamlib-data streamlib-state examples/wordcount/run

@@ -67,21 +67,16 @@ def local_section(records: int, value_bytes: int) -> list[Result]:
 
 
 def kafka_section(records: int, value_bytes: int) -> list[Result]:
-    """Against a tansu broker this starts itself (or $STREAMLIB_TEST_KAFKA).
-
-    Produces one record per batch: tansu 0.6 undercounts its high watermark with
-    multi-record batches (see tests/kafka_broker.py), so this is a lower bound."""
-    from kafka_broker import TANSU_PRODUCER_CONFIG, running_tansu
+    """Against an Apache Kafka broker this starts itself (or $STREAMLIB_TEST_KAFKA)."""
+    from kafka_broker import running_broker
 
     external = os.environ.get("STREAMLIB_TEST_KAFKA")
-    name = "kafka (tansu, 1/batch)" if not external else "kafka"
     if external:
         with open_backend(f"kafka://{external}") as b:
-            return produce_and_read(b, name, records, value_bytes)
-    with running_tansu() as bootstrap:
-        with open_backend(f"kafka://{bootstrap}", producer_config=dict(TANSU_PRODUCER_CONFIG),
-                          timeout=60) as b:
-            return produce_and_read(b, name, records, value_bytes)
+            return produce_and_read(b, "kafka", records, value_bytes)
+    with running_broker() as bootstrap:
+        with open_backend(f"kafka://{bootstrap}", timeout=60) as b:
+            return produce_and_read(b, "kafka", records, value_bytes)
 
 
 def main() -> None:
@@ -89,8 +84,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--value-bytes", type=int, default=100, help="bytes per record, key included")
     parser.add_argument("--kafka-records", type=int, default=20_000,
-                        help="records for the Kafka part (0 skips it); tansu's memory engine "
-                             "stalls fetches on larger topics")
+                        help="records for the Kafka part (0 skips it)")
     parser.add_argument("--spark-records", type=int, default=200_000,
                         help="records for Spark reading the local log through the data source "
                              "(benchmarks/spark_source_bench.py; 0 skips it)")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import glob
 import json
 import logging
 import os
@@ -12,9 +11,10 @@ from collections import defaultdict
 from typing import Any, Optional
 
 from .config import StreamsConfig
-from .processors.stores import query_view
-from .state.global_replica import GLOBAL_DIR
-from .state.partitioned import PartitionedReadOnlyStore
+from .errors import translate
+from .instance import ApplicationLock
+from .preflight import prepare_changelogs
+from .runtime.batches import data_pass, time_pass
 from .topics import TopicNotFound
 from .topology import Topology, TopologyError
 
@@ -22,8 +22,6 @@ log = logging.getLogger("streamlib")
 
 _COUNTERS = ("records_in", "records_out", "dropped_records", "skipped_records", "dead_letter_records",
              "restored_records")
-_SPARK_TYPES = {"string()": "string", "long()": "bigint", "integer()": "int", "double()": "double",
-                "bytes()": "binary"}
 
 
 class Streams:
@@ -51,10 +49,13 @@ class Streams:
 
         self.topology = topology
         self.config = config or StreamsConfig()
-        self.spark = get_or_create_session() if spark is None else spark
-        if spark is not None:
+        if spark is None:
+            from .spark.kafka_source import session_conf
+            spark = get_or_create_session(conf=session_conf(self.config.bootstrap))
+        else:
             from .spark.session import register_data_sources
             register_data_sources(spark)
+        self.spark = spark
         self._query = None
         self._plan = None
         self._totals: dict[str, int] = defaultdict(int)
@@ -63,7 +64,8 @@ class Streams:
         #: the application's stream time: the largest over all tasks (-1: none yet)
         self._stream_time = -1
         self._lock = threading.Lock()
-        self._views: dict[str, Any] = {}
+        self._instance = ApplicationLock.of(self.config)
+        self._queries: Any = None  # streamlib.query.service.Queries, made on first use
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -81,7 +83,7 @@ class Streams:
         """
         self._start(trigger={"processingTime": "0 seconds"})
         try:
-            self._query.processAllAvailable()
+            _streamlib_errors(self._query.processAllAvailable)
         finally:
             self.stop()
 
@@ -90,18 +92,21 @@ class Streams:
         if self._query is None:
             return True
         if timeout is None:
-            self._query.awaitTermination()
+            _streamlib_errors(self._query.awaitTermination)
             return True
-        return bool(self._query.awaitTermination(timeout))
+        return bool(_streamlib_errors(lambda: self._query.awaitTermination(timeout)))
 
     def stop(self) -> None:
         """Stop the query; the current micro-batch finishes or is re-run on restart."""
-        if self._query is not None:
-            self._query.stop()
-            self._query = None
-        for view in self._views.values():
-            view._store.close()
-        self._views.clear()
+        try:
+            if self._query is not None:
+                self._query.stop()
+                self._query = None
+            if self._queries is not None:
+                self._queries.stopped()
+        finally:
+            if self._query is None:
+                self._instance.release()
 
     def cleanup(self) -> None:
         """Delete this application's local state (Kafka Streams' ``cleanUp``); progress
@@ -109,6 +114,9 @@ class Streams:
         if self._query is not None:
             raise RuntimeError("cleanup() while the application is running; stop() it first")
         self.stop()
+        if self._queries is not None:
+            self._queries.close()
+            self._queries = None
         shutil.rmtree(self.config.application_state_dir, ignore_errors=True)
 
     @property
@@ -116,25 +124,49 @@ class Streams:
         return self._query is not None and self._query.isActive
 
     def _start(self, trigger: dict) -> None:
+        if self._query is not None:
+            raise RuntimeError("the application is already running")
+        # Before anything is written: one instance per application, fixed task counts.
+        self._instance.acquire()
+        try:
+            self._start_query(trigger)
+        except BaseException:
+            self._instance.release()
+            raise
+
+    def _start_query(self, trigger: dict) -> None:
         from .spark.compiler import BatchPlan
         from .spark.shipping import ship_user_modules
         from .spark.source import BackendSpec
 
-        if self._query is not None:
-            raise RuntimeError("the application is already running")
         backend_spec = BackendSpec.from_options(self._source_options())
-        partitions = self._prepare_topics(backend_spec.open())
+        backend = backend_spec.open()
+        partitions = self._prepare_topics(backend)
         ship_user_modules(self.topology)
         self._plan = BatchPlan(self.spark, self.topology, self.config, backend_spec, partitions)
-        reader = self.spark.readStream.format("streamlib")
-        for key, value in self._source_options().items():
-            reader = reader.option(key, value)
-        writer = (reader.load().writeStream
+        prepare_changelogs(self.topology, self.config, backend,
+                           {stage.sub.id: stage.plan.num_partitions for stage in self._plan.stages})
+        writer = (self._source_stream(backend).writeStream
                   .queryName(self.config.application_id)
                   .option("checkpointLocation", self.config.resolved_checkpoint_location())
                   .foreachBatch(self._run_batch)
                   .trigger(**trigger))
+        self._interactive().starting(self.metrics)
         self._query = writer.start()
+
+    def _source_stream(self, backend: Any) -> Any:
+        """The input rows: Spark's own Kafka source for ``kafka://``, else ours."""
+        from .spark import kafka_source
+
+        if kafka_source.is_kafka(self.config.bootstrap):
+            return kafka_source.read_kafka_stream(
+                self.spark, self.config.bootstrap,
+                {t: backend.num_partitions(t) for t in self.topology.source_topics()},
+                self.config.consumer_config, self.config.max_records_per_batch)
+        reader = self.spark.readStream.format("streamlib")
+        for key, value in self._source_options().items():
+            reader = reader.option(key, value)
+        return reader.load()
 
     def _backend_config(self) -> dict[str, Any]:
         config: dict[str, Any] = {}
@@ -148,6 +180,7 @@ class Streams:
 
     def _source_options(self) -> dict[str, str]:
         options = {"bootstrap": self.config.bootstrap, "topics": ",".join(self.topology.source_topics()),
+                   "applicationId": self.config.application_id,
                    "backendConfig": json.dumps(self._backend_config(), sort_keys=True)}
         if self.config.max_records_per_batch:
             options["maxRecordsPerTrigger"] = str(self.config.max_records_per_batch)
@@ -180,18 +213,19 @@ class Streams:
         return partitions
 
     def _run_batch(self, df: Any, batch_id: int) -> None:
-        """One micro-batch: the records (internal batch ``2 * batch_id``), then, if that
+        """One micro-batch: the records (internal batch :func:`data_pass`), then, if that
         moved the application's stream time past some time-aware task, a pass without
-        records (``2 * batch_id + 1``) that advances every task to it, so windows close
+        records (:func:`time_pass`) that advances every task to it, so windows close
         everywhere without waiting for new input (Spark's no-data batch)."""
-        reports = self._run_pass(df, 2 * batch_id, self._stream_time)
+        reports = self._run_pass(df, data_pass(batch_id), self._stream_time)
         if self._plan.time_aware:
             behind = [m for m in reports.values()
                       if m.get("time_aware") and m.get("stream_time", -1) < self._stream_time]
             if behind:
-                self._run_pass(df.limit(0), 2 * batch_id + 1, self._stream_time)
+                reports = {**reports, **self._run_pass(df.limit(0), time_pass(batch_id), self._stream_time)}
         with self._lock:
             self._last_batch = batch_id
+        self._interactive().committed(time_pass(batch_id), reports)
 
     def _run_pass(self, df: Any, internal_batch: int, stream_time: int) -> dict[str, dict]:
         self._plan.run(df, internal_batch, stream_time)
@@ -206,44 +240,39 @@ class Streams:
         return reports
 
     # -- queries --------------------------------------------------------------------------
+    def _interactive(self) -> Any:
+        if self._queries is None:
+            from .query.service import Queries
+            from .spark.source import BackendSpec
+
+            backend = BackendSpec.from_options(self._source_options())
+            self._queries = Queries(self.topology, self.config, backend.open, lambda: self.is_running)
+        return self._queries
+
     def store(self, name: str) -> Any:
-        """A read-only view of store ``name`` across all tasks, as of the last committed batch
-        (of the store's kind: key-value, window or session)."""
-        if name not in self.topology.stores:
-            raise KeyError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
-        if name not in self._views:
-            store = self.topology.stores[name]
-            root = self.config.application_state_dir
-            if store.global_topic:
-                def paths() -> list[str]:   # every replica is complete: read one
-                    return sorted(glob.glob(os.path.join(root, "*", GLOBAL_DIR, name)))[:1]
-            else:
-                sub = next(s for s in self.topology.subtopologies if name in s.stores)
-
-                def paths() -> list[str]:
-                    return sorted(glob.glob(os.path.join(root, f"{sub.id}_*", name)))
-
-            self._views[name] = query_view(store, PartitionedReadOnlyStore(paths), self.config)
-        return self._views[name]
+        """A read-only view of store ``name`` across all tasks: every call reads one
+        committed batch (the newest the query replicas have applied), never part of one."""
+        return self._interactive().store(name)
 
     def table(self, name: str) -> Any:
-        """Store ``name``'s current content as a Spark DataFrame (``key``, ``value``; window
-        and session stores: ``key``, ``window_start``, ``window_end``, ``value``), also
-        registered as a temporary view called ``name``."""
-        view = self.store(name)
-        store = self.topology.stores[name]
-        key_type = _spark_type(store.key_serde or self.config.default_key_serde)
-        value_type = _spark_type(store.value_serde or self.config.default_value_serde)
-        if store.kind == "kv":
-            rows = [(_plain(k, key_type), _plain(v, value_type)) for k, v in view.all()]
-            schema = f"key {key_type}, value {value_type}"
-        else:
-            rows = [(_plain(w.key, key_type), w.window.start, w.window.end, _plain(v, value_type))
-                    for w, v in view.all()]
-            schema = f"key {key_type}, window_start bigint, window_end bigint, value {value_type}"
-        df = self.spark.createDataFrame(rows, schema)
-        df.createOrReplaceTempView(_view_name(name))
-        return df
+        """Store ``name``'s content as a Spark DataFrame (``key``, ``value``; window and
+        session stores: ``key``, ``window_start``, ``window_end``, ``value``) as of the
+        newest committed batch, read by Spark tasks, one per store partition; also a
+        temporary view called ``name`` that moves to every newer batch (SQL over live
+        state)."""
+        from .spark.store_source import StoreColumns, store_dataframe
+
+        queries = self._interactive()
+        d = queries.store_def(name)
+        columns = StoreColumns(d.kind, d.key_serde or self.config.default_key_serde,
+                               d.value_serde or self.config.default_value_serde, d.window_size_ms)
+
+        def register(copy: Any) -> Any:   # called again for every newer batch
+            df = store_dataframe(self.spark, copy, columns)
+            df.createOrReplaceTempView(_view_name(name))
+            return df
+
+        return queries.table(name, register)
 
     def metrics(self) -> dict[str, Any]:
         """Counters since start, per-task state, store sizes, lag and watermark."""
@@ -283,6 +312,18 @@ class Streams:
         self.stop()
 
 
+def _streamlib_errors(call: Any) -> Any:
+    """Run ``call``; a failed query carrying a streamlib error raises that error, with a
+    short message, and Spark's exception chained underneath."""
+    try:
+        return call()
+    except Exception as exc:
+        error = translate(exc)
+        if error is None:
+            raise
+        raise error from exc
+
+
 def committed_offsets(progress: Optional[dict]) -> dict[str, dict[int, int]]:
     """The source end offsets of the last batch in a query progress report."""
     if not progress or not progress.get("sources"):
@@ -291,16 +332,6 @@ def committed_offsets(progress: Optional[dict]) -> dict[str, dict[int, int]]:
     # Python sources report their offsets as the repr of a dict, not as JSON.
     offsets = ast.literal_eval(end) if isinstance(end, str) else (end or {})
     return {topic: {int(p): off for p, off in parts.items()} for topic, parts in offsets.items()}
-
-
-def _spark_type(serde: Any) -> str:
-    return _SPARK_TYPES.get(getattr(serde, "name", ""), "string")
-
-
-def _plain(value: Any, spark_type: str) -> Any:
-    if value is None or spark_type != "string" or isinstance(value, str):
-        return value
-    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
 
 def _view_name(store: str) -> str:

@@ -61,16 +61,42 @@ def topologies_in(module: ModuleType) -> dict[str, Topology]:
 
 
 def load_topologies(path: str) -> dict[str, Topology]:
-    """Import ``path`` and return its topologies; raise :class:`AppFileError` if none."""
-    module = import_app_file(path)
+    """Import ``path`` and return its topologies; raise :class:`AppFileError` if none.
+
+    Spark ``Column`` steps can only be built with a Spark session: if building fails
+    for want of one, a local session is started and the file imported again."""
     try:
-        found = topologies_in(module)
-    except Exception as exc:
-        raise AppFileError(f"building the topology of {path} failed: {type(exc).__name__}: {exc}") from exc
+        found = _load(path)
+    except AppFileError as exc:
+        if not _needs_spark(exc.__cause__):
+            raise
+        from .spark.session import get_or_create_session
+        get_or_create_session()
+        found = _load(path)
     if not found:
         raise AppFileError(f"{path} defines no Topology or StreamsBuilder at module level, and no "
                            f"zero-argument function named {' or '.join(BUILDER_FUNCTIONS)}")
     return found
+
+
+def _needs_spark(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is PySpark's bare assertion that no SparkContext is active."""
+    if not isinstance(exc, AssertionError):
+        return False
+    tb = exc.__traceback__
+    while tb is not None:
+        if f"{os.sep}pyspark{os.sep}" in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _load(path: str) -> dict[str, Topology]:
+    module = import_app_file(path)
+    try:
+        return topologies_in(module)
+    except Exception as exc:
+        raise AppFileError(f"building the topology of {path} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _as_topology(value: Any, function: str) -> Topology:

@@ -14,6 +14,7 @@ from typing import Callable, Optional, Sequence
 
 from .app_file import AppFileError, load_topologies
 from .config import StreamsConfig
+from .errors import StreamlibError
 from .reset import reset_application
 from .serdes import SerializationError, Serde, serde_by_name
 from .topics import DEFAULT_URL, TopicBackend, TopicsError, open_backend
@@ -156,6 +157,9 @@ def _format(value, serde: Serde) -> str:
 def _consume(backend: TopicBackend, args: argparse.Namespace) -> None:
     """Print records until ``--max`` are printed or nothing new came for ``--timeout`` s."""
     n = backend.num_partitions(args.topic)
+    if args.partition is not None and not 0 <= args.partition < n:
+        raise CliError(f"topic {args.topic!r} has no partition {args.partition}: "
+                       f"it has {n} (0..{n - 1})")
     partitions = [args.partition] if args.partition is not None else list(range(n))
     first = backend.start_offsets(args.topic) if args.from_beginning else backend.end_offsets(args.topic)
     position = {p: first[p] for p in partitions}
@@ -278,7 +282,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         args.run(args)
-    except (CliError, TopicsError, SerializationError, OSError) as exc:
+    except (CliError, TopicsError, SerializationError, StreamlibError, OSError) as exc:
         print(f"streamlib: error: {_one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

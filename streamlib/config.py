@@ -40,6 +40,8 @@ class StreamsConfig:
     consumer_config: dict = field(default_factory=dict)
     #: at most this many input records per micro-batch (``None``: all available)
     max_records_per_batch: Optional[int] = None
+    #: ``"host:port"``: serve interactive queries over HTTP (JSON) while running
+    application_server: Optional[str] = None
 
     def __post_init__(self) -> None:
         if not self.application_id or "/" in self.application_id:
@@ -52,6 +54,10 @@ class StreamsConfig:
             raise ValueError("max_records_per_batch must be >= 1")
         if self.num_partitions is not None and self.num_partitions < 1:
             raise ValueError("num_partitions must be >= 1")
+        if self.application_server is not None:
+            host, sep, port = self.application_server.rpartition(":")
+            if not sep or not host or not port.isdigit():
+                raise ValueError(f"application_server must be 'host:port', got {self.application_server!r}")
         self.commit_interval_ms = to_millis(self.commit_interval, "commit_interval")
 
     @property

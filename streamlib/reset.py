@@ -8,6 +8,7 @@ import os
 import shutil
 
 from .config import StreamsConfig
+from .instance import ApplicationLock
 from .topics import TopicBackend
 
 #: Suffixes of the topics an application creates for itself.
@@ -22,7 +23,13 @@ def internal_topics(topics: list[str], application_id: str) -> list[str]:
 
 def reset_application(backend: TopicBackend, config: StreamsConfig, include_dlq: bool = False) -> list[str]:
     """Delete the application's internal topics (and DLQ if ``include_dlq``), checkpoint
-    and local state directory; return one line per thing deleted."""
+    and local state directory; return one line per thing deleted. Refuses while the
+    application runs (:class:`~streamlib.errors.ApplicationAlreadyRunning`)."""
+    with ApplicationLock.of(config):
+        return _reset(backend, config, include_dlq)
+
+
+def _reset(backend: TopicBackend, config: StreamsConfig, include_dlq: bool) -> list[str]:
     existing = backend.list_topics()
     doomed = internal_topics(existing, config.application_id)
     if include_dlq and config.dead_letter_topic in existing:

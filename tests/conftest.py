@@ -7,4 +7,4 @@ from pathlib import Path
 _TESTS = str(Path(__file__).resolve().parent)
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_TESTS, os.environ.get("PYTHONPATH")) if p)
 
-pytest_plugins = ["kafka_broker", "spark_session"]
+pytest_plugins = ["kafka_broker", "spark_session", "oracle_driver"]

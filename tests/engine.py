@@ -17,9 +17,9 @@ def words_of(line: str) -> list[str]:
     return [w for w in WORD.split(line.lower()) if w]
 
 
-def wordcount_topology(store: str = "counts"):
+def wordcount_topology(store: str = "counts", source: str = "lines"):
     builder = StreamsBuilder()
-    (builder.stream("lines", consumed=Consumed.with_(Serdes.string(), Serdes.string()))
+    (builder.stream(source, consumed=Consumed.with_(Serdes.string(), Serdes.string()))
      .flat_map_values(words_of)
      .group_by(lambda key, word: word)
      .count(materialized=Materialized.as_(store))

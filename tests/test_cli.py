@@ -9,13 +9,10 @@ import uuid
 import pytest
 
 from engine import Workspace, latest_per_key, python_count, wordcount_topology
-from kafka_broker import TANSU_PRODUCER_CONFIG
 from streamlib import Serdes
 from streamlib.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-TANSU_ARGS = [a for k, v in TANSU_PRODUCER_CONFIG.items() for a in ("--producer-config", f"{k}={str(v).lower()}")]
 
 
 def streamlib(*args, stdin=""):
@@ -34,7 +31,7 @@ def run(capsys, *args):
 def bootstrap(request, tmp_path):
     if request.param == "local":
         return [f"--bootstrap=local://{tmp_path}"]
-    return [f"--bootstrap=kafka://{request.getfixturevalue('kafka_bootstrap')}", *TANSU_ARGS]
+    return [f"--bootstrap=kafka://{request.getfixturevalue('kafka_bootstrap')}"]
 
 
 def test_round_trip_produce_consume(bootstrap, capsys):

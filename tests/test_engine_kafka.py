@@ -1,30 +1,41 @@
-"""The engine on the Kafka backend: wordcount through Spark against a real broker."""
+"""The engine on the Kafka backend: wordcount through Spark against a real broker,
+its input read by Spark's own Kafka source (``spark-sql-kafka-0-10``)."""
 from __future__ import annotations
 
 import uuid
 
 from streamlib import Serdes, Streams, StreamsConfig
+from streamlib.spark.kafka_source import read_kafka_stream
 from streamlib.topics import open_backend
 from engine import latest_per_key, python_count, wordcount_topology
-from kafka_broker import TANSU_PRODUCER_CONFIG
 from test_engine_spark import random_lines
 
 
-def test_wordcount_on_kafka_counts_like_python_and_writes_the_output_topic(spark, kafka_bootstrap, tmp_path):
-    url = f"kafka://{kafka_bootstrap}"
-    app_id = f"wc-{uuid.uuid4().hex[:8]}"  # the broker lives for the whole test session
-    backend = open_backend(url, producer_config=dict(TANSU_PRODUCER_CONFIG))
-    backend.create_topic("lines", partitions=2, exist_ok=True)
-    lines = random_lines(400, 11)
+def _produce(backend, topic, lines):
     for line in lines:
-        backend.produce("lines", value=line.encode())
+        backend.produce(topic, value=line.encode())
     backend.flush()
+
+
+def test_wordcount_on_kafka_counts_exactly_and_a_restart_continues(spark, kafka_bootstrap, tmp_path):
+    url = f"kafka://{kafka_bootstrap}"
+    suffix = uuid.uuid4().hex[:8]  # the broker lives for the whole test session
+    app_id, topic = f"wc-{suffix}", f"lines-{suffix}"
+    backend = open_backend(url)
+    backend.create_topic(topic, partitions=2)
+    first, second = random_lines(400, 11), random_lines(150, 12)
+    _produce(backend, topic, first)
     config = StreamsConfig(application_id=app_id, bootstrap=url, state_dir=str(tmp_path / "state"),
-                           checkpoint_location=str(tmp_path / "checkpoint"),
-                           producer_config=dict(TANSU_PRODUCER_CONFIG))
-    app = Streams(wordcount_topology(), config, spark=spark)
+                           checkpoint_location=str(tmp_path / "checkpoint"))
+    topology = wordcount_topology(source=topic)
+    app = Streams(topology, config, spark=spark)
     app.process_available()
-    expected = dict(python_count(lines))
+    assert dict(app.store("counts").all()) == dict(python_count(first))
+    # A new run of the same application continues from the offsets in Spark's checkpoint.
+    _produce(backend, topic, second)
+    app = Streams(topology, config, spark=spark)
+    app.process_available()
+    expected = dict(python_count(first + second))
     assert dict(app.store("counts").all()) == expected
     app.stop()
     output = [(Serdes.string().deserialize(r.key), Serdes.long().deserialize(r.value), r.timestamp)
@@ -32,3 +43,23 @@ def test_wordcount_on_kafka_counts_like_python_and_writes_the_output_topic(spark
               for r in backend.read("counts-out", p, 0, end)]
     assert latest_per_key(output) == expected
     assert f"{app_id}-counts-changelog" in backend.list_topics()
+
+
+def test_spark_kafka_source_rows_match_our_data_source(spark, kafka_bootstrap):
+    url = f"kafka://{kafka_bootstrap}"
+    topic = f"rows-{uuid.uuid4().hex[:8]}"
+    backend = open_backend(url)
+    backend.create_topic(topic, partitions=2)
+    backend.produce(topic, key=b"k", value=b"v", timestamp=1234, headers=[("h", b"x")])
+    backend.produce(topic, key=None, value=b"w", timestamp=1235, partition=1)
+    backend.flush()
+    theirs = (read_kafka_stream(spark, url, {topic: 2}).writeStream.format("memory")
+              .queryName(f"q_{topic.replace('-', '_')}").trigger(availableNow=True).start())
+    theirs.awaitTermination()
+    got = spark.table(f"q_{topic.replace('-', '_')}")
+    ours = (spark.read.format("streamlib").option("bootstrap", url).option("topics", topic).load())
+    assert got.schema.simpleString() == ours.schema.simpleString()
+    rows = sorted(tuple(r) for r in got.collect())
+    assert rows == sorted(tuple(r) for r in ours.collect())
+    assert [(r[1], r[2], r[3], r[4], r[5], [tuple(h) for h in r[6]]) for r in rows] == [
+        (0, 0, 1234, b"k", b"v", [("h", b"x")]), (1, 0, 1235, None, b"w", [])]

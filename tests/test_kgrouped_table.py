@@ -142,3 +142,18 @@ def test_regrouping_a_stream_aggregate():
     with driver_for(topology) as driver:
         _pipe(driver, [("u1", "c", 1), ("u2", "c", 2), ("u1", "c", 3), ("u3", "c", 4)], topic="clicks")
         assert list(driver.get_key_value_store("histogram").all()) == [(1, 2), (2, 1)]
+
+
+def test_selector_returning_none_drops_the_row_and_counts_it():
+    # KTableRepartitionMap drops a row the mapper maps to no pair; it leaves its old group.
+    builder = StreamsBuilder()
+    builder.table("in", consumed=Consumed.with_(S, S)) \
+        .group_by(lambda k, v: None if v == "none" else (v, v), Grouped.with_(S, S)) \
+        .count(materialized=Materialized.as_("count")) \
+        .to_stream().to("out", produced=Produced.with_(S, L))
+    with driver_for(builder) as driver:
+        _pipe(driver, [("A", "x", 1), ("B", "none", 2), ("A", "none", 3), ("C", "x", 4)])
+        out = kvt(driver.create_output_topic("out", S, L).read_records_to_list())
+        assert driver.metrics()["dropped_records"] == 2
+        assert dict(driver.get_key_value_store("count").all()) == {"x": 1}
+    assert out == [("x", 1, 1), ("x", 0, 3), ("x", 1, 4)]

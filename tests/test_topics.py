@@ -1,12 +1,12 @@
 """Topic backends: the local durable log and Kafka (against a real broker)."""
 import multiprocessing
 import os
+import time
 import uuid
 
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from kafka_broker import TANSU_PRODUCER_CONFIG
 from streamlib.topics import (RECORD_SCHEMA, TopicExists, TopicNotFound, TopicsError, default_partitioner,
                               open_backend, records_to_arrow)
 
@@ -177,7 +177,7 @@ def test_local_lost_index_is_rebuilt(tmp_path):
 def test_local_compaction_keeps_latest_per_key_and_offsets(tmp_path):
     url = f"local://{tmp_path}"
     with open_backend(url, segment_bytes=1500) as b:
-        b.create_topic("c", config={"cleanup.policy": "compact"})
+        b.create_topic("c", config={"cleanup.policy": "compact", "delete.retention.ms": "0"})
         b.append("c", 0, rows((b"a", b"1"), (b"b", b"1"), (b"c", b"1")))
         b.append("c", 0, rows((b"a", b"2"), (b"b", None)))
         b.append("c", 0, rows((b"c", b"2"), (None, b"keyless"), (b"d", b"1"), (b"d", None)))
@@ -196,7 +196,7 @@ def test_local_compaction_keeps_latest_per_key_and_offsets(tmp_path):
 
 def test_local_compaction_of_only_tombstones_keeps_end_offset(tmp_path):
     with open_backend(f"local://{tmp_path}") as b:
-        b.create_topic("c")
+        b.create_topic("c", config={"cleanup.policy": "compact", "delete.retention.ms": "0"})
         b.append("c", 0, rows((b"a", b"1"), (b"a", None)))
         b.compact("c")
         assert b.read("c", 0, 0, 10) == [] and b.end_offsets("c") == {0: 2}
@@ -261,7 +261,7 @@ def test_kafka_creates_compacted_topics(kafka_backend, kafka_bootstrap):
     topic = fresh("changelog")
     kafka_backend.create_topic(topic, partitions=2, config={"cleanup.policy": "compact"})
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    # Read raw broker state: tansu reports explicit configs as defaults (see kafka_broker).
+    # Read raw broker state, not the backend's own view of it.
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     entries = admin.describe_configs([resource])[resource].result(timeout=10)
     assert entries["cleanup.policy"].value == "compact"
@@ -270,10 +270,14 @@ def test_kafka_creates_compacted_topics(kafka_backend, kafka_bootstrap):
 
 def test_kafka_exactly_once_append_is_transactional(kafka_bootstrap):
     topic = fresh()
-    with open_backend(f"kafka://{kafka_bootstrap}", processing_guarantee="exactly_once",
-                      producer_config=dict(TANSU_PRODUCER_CONFIG)) as b:
+    with open_backend(f"kafka://{kafka_bootstrap}", processing_guarantee="exactly_once") as b:
         b.create_topic(topic)
         assert b.append(topic, 0, rows((b"a", b"1"), (b"b", b"2")), producer_id="task-0", sequence=0)
+        # The commit markers are written asynchronously after commit_transaction():
+        # the records become readable (the end offset moves past them) soon after.
+        deadline = time.monotonic() + 10
+        while b.end_offsets(topic)[0] < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         got = b.read(topic, 0, 0, b.end_offsets(topic)[0])
         assert [(r.key, r.value) for r in got] == [(b"a", b"1"), (b"b", b"2")]
 

@@ -1,64 +1,48 @@
-"""``Streams.store()`` and ``Streams.table()`` of window and session stores: one view over
-every task's copy, of the store's kind; tables with window_start/window_end columns."""
+"""``Streams.store()`` and ``Streams.table()`` of window and session stores after a run
+through Spark: typed views over every task, and DataFrames with window bounds."""
+from __future__ import annotations
+
 from chispa import assert_df_equality
 
-from streamlib import Serdes, Streams, StreamsConfig
-from streamlib.processors.stores import SessionStoreView, WindowStoreView, typed_store
-from streamlib.state import StoreSpec, open_task_stores
-from streamlib.topology import Node, StoreDef, Topology
-from streamlib.windows import Window, Windowed
+from streamlib import (Consumed, Materialized, Serdes, SessionWindows, StreamsBuilder, TimeWindows,
+                       Window, Windowed)
+from streamlib.processors.stores import SessionStoreView, WindowStoreView
+from engine import Workspace
 
-S, L = Serdes.string(), Serdes.long()
-STORES = {"w": StoreDef("w", kind="window", key_serde=S, value_serde=L, window_size_ms=60_000),
-          "s": StoreDef("s", kind="session", key_serde=S, value_serde=L)}
+S = Serdes.string()
+RECORDS = [("a", "x", 10), ("b", "x", 100), ("a", "x", 30_000), ("b", "x", 201), ("a", "x", 61_000)]
 
 
 def topology():
-    """One sub-topology owning both stores (what the windowed operators will build)."""
-    return Topology({"src": Node("src", "source", params={"topics": ["in"]}, stores=("w", "s"))},
-                    STORES)
-
-
-def write_task_copies(config, sub_id):
-    """Partition 0 holds keys a, ab; partition 1 holds b."""
-    for partition, keys in ((0, ["a", "ab"]), (1, ["b"])):
-        specs = [StoreSpec(name, logging=False) for name in STORES]
-        with open_task_stores(config.task_state_dir(f"{sub_id}_{partition}"), specs) as stores:
-            stores.begin(0)
-            w = typed_store(STORES["w"], stores["w"], config)
-            s = typed_store(STORES["s"], stores["s"], config)
-            for i, key in enumerate(keys):
-                w.put(key, 0, 10 + i, timestamp=5)
-                w.put(key, 60_000, 20 + i, timestamp=60_005)
-                s.put(key, Window(100, 200 + partition), i, timestamp=200)
-            w.write_back()
-            s.write_back()
-            stores.commit()
+    builder = StreamsBuilder()
+    grouped = builder.stream("events", consumed=Consumed.with_(S, S)).group_by_key()
+    grouped.windowed_by(TimeWindows.of(60_000, grace=120_000)).count(materialized=Materialized.as_("w"))
+    grouped.windowed_by(SessionWindows.with_inactivity_gap(500, grace=120_000)).count(
+        materialized=Materialized.as_("s"))
+    return builder.build()
 
 
 def test_store_and_table_of_window_and_session_stores(spark, tmp_path):
-    config = StreamsConfig(application_id="wq", bootstrap=f"local://{tmp_path}/topics",
-                           state_dir=str(tmp_path / "state"))
-    app = Streams(topology(), config, spark=spark)
-    write_task_copies(config, app.topology.subtopologies[0].id)
+    workspace = Workspace(tmp_path)
+    workspace.produce("events", RECORDS, partitions=2)
+    app = workspace.run(spark, topology())
     try:
-        windows = app.store("w")
-        assert isinstance(windows, WindowStoreView) and isinstance(app.store("s"), SessionStoreView)
-        assert windows.fetch("ab", 0, 60_000) == [(0, 11), (60_000, 21)]
-        assert windows.fetch("b", 1, 60_000) == [(60_000, 20)]
-        assert [(x.key, x.window.start) for x, _ in windows.fetch_all(0, 0)] == [
-            ("a", 0), ("ab", 0), ("b", 0)]
-        assert app.store("s").fetch_sessions("b") == [(Windowed("b", Window(100, 201)), 0)]
-
+        windows, sessions = app.store("w"), app.store("s")
+        assert isinstance(windows, WindowStoreView) and isinstance(sessions, SessionStoreView)
+        assert windows.fetch("a", 0, 100_000) == [(0, 2), (60_000, 1)]
+        assert windows.fetch("b", 0, 100_000) == [(0, 2)]
+        assert sessions.fetch_sessions("b") == [(Windowed("b", Window(100, 201)), 2)]
+        assert [w for w, _ in sessions.fetch_sessions("a")] == [
+            Windowed("a", Window(10, 10)), Windowed("a", Window(30_000, 30_000)),
+            Windowed("a", Window(61_000, 61_000))]
         expected = spark.createDataFrame(
-            [("a", 0, 60_000, 10), ("a", 60_000, 120_000, 20), ("ab", 0, 60_000, 11),
-             ("ab", 60_000, 120_000, 21), ("b", 0, 60_000, 10), ("b", 60_000, 120_000, 20)],
+            [("a", 0, 60_000, 2), ("a", 60_000, 120_000, 1), ("b", 0, 60_000, 2)],
             "key string, window_start bigint, window_end bigint, value bigint")
-        assert_df_equality(app.table("w"), expected, ignore_row_order=True)
-        assert_df_equality(spark.sql("SELECT * FROM w"), expected, ignore_row_order=True)
-        sessions = spark.createDataFrame(
-            [("a", 100, 200, 0), ("ab", 100, 200, 1), ("b", 100, 201, 0)],
+        assert_df_equality(app.table("w"), expected, ignore_row_order=True, ignore_nullable=True)
+        expected_sessions = spark.createDataFrame(
+            [("a", 10, 10, 1), ("a", 30_000, 30_000, 1), ("a", 61_000, 61_000, 1), ("b", 100, 201, 2)],
             "key string, window_start bigint, window_end bigint, value bigint")
-        assert_df_equality(app.table("s"), sessions, ignore_row_order=True)
+        assert_df_equality(app.table("s"), expected_sessions, ignore_row_order=True, ignore_nullable=True)
+        assert sorted(r.key for r in spark.sql("SELECT key FROM w WHERE value = 2").collect()) == ["a", "b"]
     finally:
         app.stop()

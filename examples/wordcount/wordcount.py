@@ -17,6 +17,7 @@ import re
 import sys
 
 from streamlib import Consumed, Materialized, Produced, Serdes, Streams, StreamsBuilder, StreamsConfig
+from streamlib.spark.session import get_or_create_session
 from streamlib.topics import open_backend
 
 INPUT_TOPIC = "streams-plaintext-input"
@@ -79,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"produced {produced} lines from {args.input} to {INPUT_TOPIC}")
     config = StreamsConfig(application_id="streams-wordcount", bootstrap=args.bootstrap,
                            state_dir=args.state_dir)
-    app = Streams(build_topology(args.columns), config)
+    # Column expressions need a Spark session when they are built: start it first.
+    spark = get_or_create_session()
+    app = Streams(build_topology(args.columns), config, spark=spark)
     if args.follow:
         app.start()
         print("wordcount is running; Ctrl-C to stop")

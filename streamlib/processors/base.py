@@ -5,6 +5,7 @@ import struct
 from typing import Any, Callable, Optional
 
 from ..config import StreamsConfig
+from ..errors import StreamlibError
 from ..topology import Node
 from .record import Record
 from .timers import STREAM_TIME, Timer, Timers
@@ -12,7 +13,7 @@ from .timers import STREAM_TIME, Timer, Timers
 _LONG = struct.Struct(">q")
 
 
-class ProcessingError(RuntimeError):
+class ProcessingError(StreamlibError, RuntimeError):
     """A user function or a serde failed on a record; names the record and the node."""
 
     def __init__(self, message: str, record: Optional[Record] = None, node: Optional[str] = None):

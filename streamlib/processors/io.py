@@ -47,10 +47,31 @@ class SourceProcessor(Processor):
             except Exception as exc:
                 raise ProcessingError(f"timestamp extractor failed: {type(exc).__name__}: {exc}",
                                       record, self.name) from exc
+        if record.timestamp is None or record.timestamp < 0:
+            self._invalid_timestamp(record, key, value, headers)
+            return
         self.context.count("records_in")
         if record.timestamp > self.context.stream_time:
             self.context.stream_time = record.timestamp
         self.forward(record)
+
+    def _invalid_timestamp(self, record: Record, key: Optional[bytes], value: Optional[bytes],
+                           headers: tuple) -> None:
+        """Kafka's rules for a negative (or missing) timestamp: one a timestamp extractor
+        returned drops the record, counted in ``dropped_records``; the record's own one is
+        invalid input (``FailOnInvalidTimestamp``), so it goes to the deserialization
+        handler: ``fail`` stops with this message, the others skip or dead-letter it."""
+        if self.extractor is not None:
+            log.warning("dropping the record at %s: its timestamp extractor returned %s",
+                        record.where(), record.timestamp)
+            self.context.count("dropped_records")
+            return
+        problem = (f"the record has an invalid (negative or missing) timestamp {record.timestamp}; "
+                   "give the source a timestamp_extractor that returns one")
+        if self.handler == "fail":
+            raise ProcessingError(problem, record, self.name)
+        self._bad_record(record.topic, record.partition, record.offset, max(record.timestamp or 0, 0),
+                         key, value, headers, ValueError(problem))
 
     def process(self, record: Record) -> None:
         self.forward(record)

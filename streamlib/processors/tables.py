@@ -133,11 +133,16 @@ class TableSelectProcessor(Processor):
             self.forward(record.with_(new[0], Change(new[1], None)))
 
     def _select(self, record: Record, value: Any) -> Optional[tuple]:
-        """The (key, value) pair a row goes to, or None: a row whose selected key is None
-        is dropped and counted, one whose selected value is None is skipped (Kafka)."""
+        """The (key, value) pair a row goes to, or None: a row the selector maps to None,
+        or to a None key, is dropped and counted; one whose selected value is None is
+        skipped (Kafka's ``KTableRepartitionMap``)."""
         if value is None:
             return None
-        key, selected = self.selector(record.key, value)
+        pair = self.selector(record.key, value)
+        if pair is None:
+            self.context.count("dropped_records")
+            return None
+        key, selected = pair
         if key is None:
             self.context.count("dropped_records")
             return None

@@ -26,6 +26,7 @@ from streamlib.spark.source import BackendSpec
 from streamlib.spark.preaggregate import counted_input, preaggregate
 from streamlib.processors import PROCESSORS
 from streamlib.spark.tasks import TASK_PARTITION, TICK_TOPIC, StagePlan, merge_metrics, stage_function
+from streamlib.spark.undecodable import handle_undecodable, split_undecodable
 from streamlib.topology import SubTopology, Topology, TopologyError
 
 
@@ -164,6 +165,8 @@ class BatchPlan:
         conf.set("spark.sql.shuffle.partitions", str(self.num_partitions))
         outputs: dict[str, DataFrame] = {}  # repartition topic -> rows for it
         terminal: list[DataFrame] = []  # outputs of stages nothing reads (empty: tasks write sinks)
+        self._batch_id = batch_id
+        self._undecodable: list[DataFrame] = []  # handlers of rows Column steps cannot decode
         for stage in self.stages:
             sub = stage.sub
             if stage.jvm_only is not None:
@@ -199,6 +202,7 @@ class BatchPlan:
                 outputs[topic] = out.where(F.col("topic") == topic)
             if not stage.readers:
                 terminal.append(out)
+        terminal.extend(self._undecodable)
         result = terminal[0]
         for part in terminal[1:]:
             result = result.unionByName(part)
@@ -206,9 +210,17 @@ class BatchPlan:
 
     def _source_rows(self, source: DataFrame, node_name: str) -> DataFrame:
         """The batch's rows of one source node, through its Column chain if it has one."""
-        rows = source.where(F.col("topic").isin(self.topology.nodes[node_name].params["topics"]))
+        node = self.topology.nodes[node_name]
+        rows = source.where(F.col("topic").isin(node.params["topics"]))
         chain = self.chains.get(node_name)
-        return apply_chain(rows, chain, self.topology, self.config) if chain else rows
+        if not chain:
+            return rows
+        rows, bad = split_undecodable(rows, node, self.config)
+        if bad is not None:
+            handler = handle_undecodable(node, self.config, self.backend, self._batch_id, self.metrics.add)
+            # One Python task per batch for all of them (usually none), not one per partition.
+            self._undecodable.append(bad.coalesce(1).mapInArrow(handler, SOURCE_DDL))
+        return apply_chain(rows, chain, self.topology, self.config)
 
     def _writes(self, sub: SubTopology) -> set[str]:
         return {self.topology.nodes[n].params["topic"] for n in sub.nodes

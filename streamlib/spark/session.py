@@ -8,6 +8,7 @@ from typing import Mapping, Optional
 from pyspark.sql import SparkSession
 
 from streamlib.spark.java_check import require_java
+from streamlib.spark.kafka_source import fetched_jars_conf
 
 #: Defaults for a session streamlib creates itself (never forced on an existing one).
 LOCAL_DEFAULTS: dict[str, str] = {
@@ -20,7 +21,8 @@ LOCAL_DEFAULTS: dict[str, str] = {
 
 
 def register_data_sources(spark: SparkSession) -> SparkSession:
-    """Register the ``streamlib`` data source (topics reader and writer) on ``spark``.
+    """Register the ``streamlib`` data source (topics reader and writer) and
+    ``streamlib-store`` (``Streams.table``) on ``spark``.
 
     Registering again is harmless, so this is safe on a session made by spark-submit.
 
@@ -29,8 +31,10 @@ def register_data_sources(spark: SparkSession) -> SparkSession:
     True
     """
     from streamlib.spark.source import TopicDataSource
+    from streamlib.spark.store_source import StoreDataSource
 
     spark.dataSource.register(TopicDataSource)
+    spark.dataSource.register(StoreDataSource)
     return spark
 
 
@@ -53,7 +57,9 @@ def get_or_create_session(master: Optional[str] = None, app_name: str = "streaml
         submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit already runs a JVM
         if not submitted:
             require_java()
-        settings = {} if submitted else {"spark.master": "local[2]", **LOCAL_DEFAULTS}
+        # Spark's Kafka source, when `make jars` fetched it (streamlib.spark.kafka_source).
+        settings = {} if submitted else {"spark.master": "local[2]", **LOCAL_DEFAULTS,
+                                         **fetched_jars_conf()}
         if not submitted:
             # Python workers (UDFs and data source planners alike) must run this
             # interpreter, the one with streamlib installed, not the first `python3`

@@ -9,7 +9,9 @@ Options: ``bootstrap`` (backend URL, default ``local://./streamlib-data``), ``to
 (comma-separated, required), ``startingOffsets`` (``earliest`` default | ``latest`` |
 JSON ``{"t": {"0": 5}}``), ``endingOffsets`` (batch only: ``latest`` default | JSON),
 ``maxRecordsPerTrigger`` (streaming), ``backendConfig`` / ``consumerConfig`` /
-``producerConfig`` (JSON objects passed to :func:`streamlib.topics.open_backend`).
+``producerConfig`` (JSON objects passed to :func:`streamlib.topics.open_backend`),
+``applicationId`` (names the application's reset command in errors). A checkpoint
+offset beyond a partition's log end stops the query (:class:`OffsetOutOfRange`).
 The same format name writes to topics: see :mod:`streamlib.spark.sink`.
 """
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStre
                                     InputPartition)
 from pyspark.sql.types import StructType
 
+from streamlib.errors import RESET_HINT, OffsetOutOfRange
 from streamlib.spark.arrow import SOURCE_DDL, source_batches
 from streamlib.topics import DEFAULT_URL, TopicBackend, open_backend, parse_url
 
@@ -89,6 +92,8 @@ class SourceOptions:
     starting: str | Offsets = "earliest"
     ending: str | Offsets = "latest"
     max_records_per_trigger: Optional[int] = None
+    #: names the application in errors (its reset command); optional
+    application_id: Optional[str] = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -108,7 +113,8 @@ class SourceOptions:
         parsed = cls(BackendSpec.from_options(options), topics,
                      _offsets_option(options, "startingOffsets", ("earliest", "latest")),
                      _offsets_option(options, "endingOffsets", ("latest",)),
-                     int(limit) if limit is not None else None)
+                     int(limit) if limit is not None else None,
+                     options.get("applicationId") or None)
         backend = parsed.backend.open()
         for topic in topics:
             backend.num_partitions(topic)  # raises TopicNotFound("unknown topic 'x'")
@@ -124,6 +130,23 @@ class SourceOptions:
                               for t in self.topics}, self.topics)
         bound = backend.start_offsets if spec == "earliest" else backend.end_offsets
         return canonical({t: bound(t) for t in self.topics}, self.topics)
+
+
+def check_within_log(wanted: Offsets, available: Offsets, application_id: Optional[str]) -> None:
+    """Raise :class:`OffsetOutOfRange` if an offset the query needs lies beyond its
+    partition's log end: the log lost records the checkpoint counts as read (a torn or
+    truncated log, a re-created topic), and the records appended next would get
+    offsets the query thinks it has read, so they would be skipped without a word."""
+    for topic, parts in wanted.items():
+        for partition, offset in parts.items():
+            end = available.get(topic, {}).get(partition)
+            if end is not None and offset > end:
+                way_out = (f"run {RESET_HINT.format(app=application_id)} to reprocess the input from "
+                           "the beginning" if application_id else "delete the query's checkpoint")
+                raise OffsetOutOfRange(
+                    f"topic {topic!r} partition {partition}: the checkpoint is at offset {offset} but the "
+                    f"log ends at offset {end} (torn or truncated log, or a re-created topic); new records "
+                    f"would be skipped, so the application stops. To go on, {way_out}")
 
 
 def _offsets_option(options: Mapping[str, str], name: str, words: tuple[str, ...]) -> str | Offsets:
@@ -245,12 +268,16 @@ class TopicStreamReader(DataSourceStreamReader):
     def latestOffset(self) -> Offsets:
         start = self._next_start or self.initialOffset()
         available = self.options.resolve("latest")
+        check_within_log(start, available, self.options.application_id)
         end = limit_offsets(start, available, self.options.max_records_per_trigger,
                             self.options.topics)
         self._next_start = end
         return end
 
     def partitions(self, start: Offsets, end: Offsets) -> list[TopicRange]:
+        # A batch re-run from the checkpoint must find all its records again.
+        check_within_log(canonical(end, self.options.topics), self.options.resolve("latest"),
+                         self.options.application_id)
         self._next_start = canonical(end, self.options.topics)
         return plan_ranges(start, end, self.options.topics)
 

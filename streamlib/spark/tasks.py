@@ -94,6 +94,11 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
     replicas = open_global_replicas(plan.config.task_state_dir(task.task_id),
                                     plan.topology.global_stores_of(sub), backend)
     task.global_stores = {name: replica.kv for name, replica in replicas.items()}
+    # exactly_once on Kafka: the whole task batch is one transaction (KafkaBackend.begin_task).
+    transactional = getattr(backend, "exactly_once", False) and hasattr(backend, "begin_task")
+    if transactional:
+        app = plan.config.application_id
+        backend.begin_task(f"{app}-{task.task_id}", batch_id, f"{app}-streamlib-batches")
     stores = None
     try:
         if task.stateful:
@@ -123,10 +128,16 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
                                  if not name.startswith("__")}
             metrics["restored_records"] = store_metrics["restored_records"]
             metrics["restore_seconds"] = store_metrics["restore_seconds"]
+            metrics["changelog_offsets"] = stores.changelog_offsets()
         if replicas:
             metrics["restored_records"] = metrics.get("restored_records", 0) + sum(
                 r.metrics.restored_records for r in replicas.values())
+        if transactional:
+            backend.commit_task(batch_id)
+            transactional = False
     finally:
+        if transactional:
+            backend.abort_task()
         if stores is not None:
             stores.close()
         for replica in replicas.values():

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from streamlib.errors import RESET_HINT, ChangelogMissing
 from streamlib.state.arrow import binaries
 from streamlib.topics.base import APPEND_SCHEMA, HEADER_TYPE, TopicBackend, TopicNotFound
 
@@ -56,11 +57,18 @@ class Changelog:
         self.num_partitions = num_partitions
         self.producer_id = producer_id
 
-    def offsets(self) -> tuple[int, int]:
-        """``(log start, end)`` of the partition; creates the compacted topic if missing."""
+    def offsets(self, create: bool = True) -> tuple[int, int]:
+        """``(log start, end)`` of the partition; creates the compacted topic if missing,
+        or with ``create=False`` raises :class:`~streamlib.errors.ChangelogMissing`."""
         try:
             end = self.backend.end_offsets(self.topic)
         except TopicNotFound:
+            if not create:
+                app = self.producer_id.split("/", 1)[0]
+                raise ChangelogMissing(
+                    f"changelog topic {self.topic!r} is missing (deleted?) but the store's local copy "
+                    f"reflects records of it; the store cannot be restored. To reprocess from the "
+                    f"beginning run: {RESET_HINT.format(app=app)}") from None
             self.backend.create_topic(self.topic, self.num_partitions,
                                       {"cleanup.policy": "compact"}, exist_ok=True)
             end = self.backend.end_offsets(self.topic)

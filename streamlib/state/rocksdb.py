@@ -99,6 +99,15 @@ class RocksDB:
                          lambda exc: True, timeout, f"state store {path} as a secondary")
         return cls(db, path)
 
+    @classmethod
+    def open_read_only(cls, path: str | os.PathLike) -> RocksDB:
+        """Open read-only, without a lock: for a copy nobody writes (a checkpoint)."""
+        path = os.fspath(path)
+        if not os.path.exists(os.path.join(path, "CURRENT")):
+            raise FileNotFoundError(f"no state store at {path}")
+        return cls(Rdict(path, _options(), column_families={META_CF: _options()},
+                         access_type=AccessType.read_only()), path)
+
     def get_many(self, keys: Sequence[bytes]) -> list[Optional[bytes]]:
         """One multi-get for all ``keys``."""
         return self._db.get(list(keys)) if keys else []

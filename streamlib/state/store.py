@@ -7,6 +7,7 @@ it reflects) and ``undo`` (how to roll back ``last_batch``).
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -16,12 +17,13 @@ from typing import Optional
 from streamlib.state.changelog import NO_BATCH, Changelog
 from streamlib.state.kv import KeyValueStore
 from streamlib.state.metrics import StoreMetrics
-from streamlib.state.rocksdb import RocksDB
+from streamlib.state.rocksdb import RocksDB, StoreLockTimeout
 from streamlib.state.undo import decode_undo, encode_undo
 
 LAST_BATCH = b"last_batch"
 CHANGELOG_OFFSET = b"changelog_offset"
 UNDO = b"undo"
+log = logging.getLogger("streamlib.state")
 
 
 def _encode_int(value: Optional[int]) -> Optional[bytes]:
@@ -58,7 +60,19 @@ class TaskStore:
                 if entry.startswith(os.path.basename(self.path) + ".dropped-"):
                     shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
         started = time.perf_counter()
-        db = RocksDB.open(self.path, self._lock_timeout)
+        try:
+            db = RocksDB.open(self.path, self._lock_timeout)
+        except StoreLockTimeout:
+            raise
+        except Exception as exc:
+            if self.changelog is None:
+                raise
+            # The copy is only a cache of the changelog: a damaged one is rebuilt from it.
+            log.warning("store %s: the local copy at %s cannot be opened (%s); restoring it from "
+                        "changelog topic %s", self.name, self.path, exc, self.changelog.topic)
+            _remove_tree(self.path)
+            self.metrics.dropped_copies += 1
+            db = RocksDB.open(self.path, self._lock_timeout)
         self.metrics.open_seconds += time.perf_counter() - started
         return db
 
@@ -100,8 +114,11 @@ class TaskStore:
 
     def _catch_up(self, batch_id: int) -> None:
         """Apply changelog records this copy has not seen, up to the batch being run."""
-        log_start, log_end = self.changelog.offsets()
         offset = self._meta_int(CHANGELOG_OFFSET)
+        # A copy that reflects changelog records must find its changelog: a missing one
+        # was deleted under the running application, and creating it anew would drop
+        # the copy and lose the store's state without a word.
+        log_start, log_end = self.changelog.offsets(create=offset is None)
         if offset is not None and offset > log_end:   # the changelog was recreated
             self._drop()
             offset = None
@@ -142,6 +159,10 @@ class TaskStore:
         self.metrics.commits += 1
         self.metrics.committed_keys += len(changes.keys)
         self.metrics.commit_seconds += time.perf_counter() - started
+
+    def changelog_offset(self) -> Optional[int]:
+        """The changelog offset the local copy reflects (None: it has read none)."""
+        return self._meta_int(CHANGELOG_OFFSET)
 
     def close(self) -> None:
         self._db.close()

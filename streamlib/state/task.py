@@ -98,6 +98,16 @@ class TaskStores(Mapping[str, KeyValueStore]):
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def changelog_offsets(self) -> dict[str, int]:
+        """Per logged store: the changelog end offset its copy reflects after the batch
+        (what the driver's query replicas read up to, see :mod:`streamlib.query`)."""
+        offsets = {}
+        for name, store in self._stores.items():
+            offset = store.changelog_offset() if store.changelog is not None else None
+            if offset is not None:
+                offsets[name] = offset
+        return offsets
+
     def metrics(self) -> dict:
         """Totals over the task's stores plus ``stores``: name -> that store's counters."""
         per_store = {store.name: {**store.metrics.as_dict(),

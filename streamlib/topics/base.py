@@ -6,7 +6,12 @@ records addressed by offset. Backends (``local``, ``kafka``) implement
 """
 from __future__ import annotations
 
+import atexit
+# pyarrow imports this lazily (pandas_compat), which registers an exit hook: at exit
+# (flushing below) that is too late and fails. Import it now.
+import concurrent.futures.thread  # noqa: F401
 import re
+import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Optional, Sequence
@@ -57,6 +62,34 @@ class TopicNotFound(TopicsError):
     def __init__(self, topic: str):
         super().__init__(f"unknown topic {topic!r}")
         self.topic = topic
+
+
+class RecordTooLarge(TopicsError):
+    """A record is larger than its topic's ``max.message.bytes`` (Kafka's
+    ``RecordTooLargeException``); nothing of the produce or append was written."""
+
+
+#: Kafka's default ``max.message.bytes`` of a topic.
+MAX_MESSAGE_BYTES = 1_048_588
+
+
+def check_record_sizes(topic: str, records: pa.Table, config: dict, partition: Optional[int] = None) -> None:
+    """Raise :class:`RecordTooLarge` if a record of ``records`` (key + value + headers)
+    exceeds the topic's ``max.message.bytes``."""
+    import pyarrow.compute as pc
+
+    limit = int(config.get("max.message.bytes", MAX_MESSAGE_BYTES))
+    if records.num_rows == 0:
+        return
+    size = pc.add(pc.fill_null(pc.binary_length(records.column("key")), 0),
+                  pc.fill_null(pc.binary_length(records.column("value")), 0))
+    largest = pc.max(size).as_py()
+    if largest > limit:
+        row = pc.index(size, largest).as_py()
+        where = f" partition {partition}" if partition is not None else ""
+        raise RecordTooLarge(f"a record of {largest} bytes (row {row} of the append) exceeds topic {topic!r}"
+                             f"{where}'s max.message.bytes {limit}; raise the topic's max.message.bytes "
+                             "or make the record smaller")
 
 
 class TopicExists(TopicsError):
@@ -125,6 +158,15 @@ class TopicBackend(ABC):
     def flush(self) -> None:
         """Wait until every produced record is durable and readable."""
 
+    def _buffering(self) -> None:
+        """``produce()`` buffered a record: flush this backend at interpreter exit unless
+        :meth:`_flushed` is called first (a strong reference keeps it alive until then)."""
+        _BUFFERING[id(self)] = self
+
+    def _flushed(self) -> None:
+        """Nothing is buffered any more."""
+        _BUFFERING.pop(id(self), None)
+
     @abstractmethod
     def end_offsets(self, topic: str) -> dict[int, int]:
         """partition -> the offset the next appended record will get."""
@@ -154,6 +196,24 @@ class TopicBackend(ABC):
 
     def __exit__(self, *exc):
         self.close()
+
+
+#: Backends holding produced records not yet flushed, by id.
+_BUFFERING: dict[int, TopicBackend] = {}
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    """A Kafka producer's promise: records produced and never flushed are written when
+    the interpreter exits, or the process says loudly that they are lost."""
+    for backend in list(_BUFFERING.values()):
+        try:
+            backend.flush()
+        except BaseException as exc:  # noqa: BLE001 - report whatever stopped the flush
+            print(f"streamlib: error: records produced to {getattr(backend, 'url', backend)!r} and "
+                  f"buffered at exit could not be written, they are LOST: {type(exc).__name__}: {exc}",
+                  file=sys.stderr, flush=True)
+        _BUFFERING.pop(id(backend), None)
 
 
 def records_to_arrow(records: Sequence[tuple]) -> pa.Table:

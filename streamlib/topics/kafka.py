@@ -7,9 +7,12 @@
   use ``read_committed``; offsets are tracked by the caller (Spark checkpoint).
 * ``append`` is at-least-once by default: a retried batch may be written twice and
   ``producer_id``/``sequence`` are not checked. With
-  ``processing_guarantee="exactly_once"`` each append runs in a Kafka transaction
-  (``transactional.id`` = producer id), so a batch is all-or-nothing for
-  ``read_committed`` readers and a zombie producer with the same id is fenced.
+  ``processing_guarantee="exactly_once"`` a task's batch is one Kafka transaction
+  (:meth:`KafkaBackend.begin_task`): its changelog and sink appends commit together
+  with a marker of the batch id, so a re-run of a committed batch writes nothing, a
+  crashed attempt leaves nothing visible to ``read_committed`` readers, and a zombie
+  with the same ``transactional.id`` is fenced. An ``append`` outside a task runs in a
+  transaction of its own.
 * librdkafka reads a record timestamp of ``0`` as "now", so epoch-0 timestamps
   cannot be produced through this backend (the local log keeps them).
 * Admin and metadata calls use a short ``timeout`` (default 10 s) so an
@@ -22,7 +25,7 @@ import time
 from typing import Any, Iterable, Optional
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
 from .base import (HEADER_TYPE, RECORD_SCHEMA, TopicBackend, TopicExists, TopicInfo, TopicNotFound,
@@ -31,6 +34,19 @@ from .partitioner import RoundRobin, default_partitioner
 
 _log = logging.getLogger(__name__)
 _log.addHandler(logging.NullHandler())  # librdkafka's chatter goes here, not to stderr
+
+
+#: The task transaction of a batch that was already committed: appends are dropped.
+_REPLAY = object()
+
+#: Errors while a group coordinator loads or moves, or a transaction's offsets settle.
+_COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                       KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.UNSTABLE_OFFSET_COMMIT)
+
+#: Errors of a partition whose leader is not (yet) known: retried, not reported.
+_LEADER_MOVING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                  KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.UNKNOWN_LEADER_EPOCH,
+                  KafkaError.FENCED_LEADER_EPOCH)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -68,6 +84,9 @@ class KafkaBackend(TopicBackend):
         self._partitions: dict[str, int] = {}
         self._round_robin = RoundRobin()
         self._delivery_errors: list[str] = []
+        self._task_tx: Any = None      # the open task transaction's producer, or _REPLAY
+        self._task_group: Optional[Consumer] = None
+        self._task_marker = ""
 
     # ---- admin -------------------------------------------------------------
     def create_topic(self, name: str, partitions: int = 1, config: Optional[dict] = None,
@@ -84,14 +103,35 @@ class KafkaBackend(TopicBackend):
                                   f"{_error_text(exc)}") from None
             if not exist_ok:
                 raise TopicExists(name) from None
+            self._wait_for_leaders(name)
             return self.describe_topic(name)
+        self._wait_for_leaders(name)
         return TopicInfo(name, partitions, config)
+
+    def _wait_for_leaders(self, name: str) -> None:
+        """Return once every partition of a new topic has a leader: the broker creates
+        topics asynchronously, and reads or offset look-ups before that fail with
+        "not leader for partition"."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            topic = self._metadata().topics.get(name)
+            if (topic is not None and topic.error is None and topic.partitions
+                    and all(p.leader >= 0 and p.error is None for p in topic.partitions.values())):
+                return
+            if time.monotonic() > deadline:
+                raise TopicsError(f"topic {name!r} has no leader on {self.bootstrap} "
+                                  f"{self.timeout} s after its creation")
+            time.sleep(0.05)
 
     def delete_topic(self, name: str) -> None:
         self.describe_topic(name)
         future = self._admin.delete_topics([name], request_timeout=self.timeout)[name]
         self._call(lambda: future.result(timeout=self.timeout), f"delete topic {name!r}")
         self._partitions.pop(name, None)
+        # Deletion completes asynchronously: return once metadata no longer lists it.
+        deadline = time.monotonic() + self.timeout
+        while name in self._metadata().topics and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def list_topics(self) -> list[str]:
         return sorted(n for n in self._metadata().topics if not n.startswith("__"))
@@ -126,10 +166,12 @@ class KafkaBackend(TopicBackend):
             partition = self._round_robin(n) if key is None else default_partitioner(key, n)
         self._send(self._plain_producer(), topic, partition, key, value, timestamp,
                    list(headers) if headers else None)
+        self._buffering()
 
     def flush(self) -> None:
         if self._producer is not None:
             self._flush(self._producer)
+        self._flushed()
 
     def append(self, topic: str, partition: int, records: pa.Table,
                producer_id: Optional[str] = None, sequence: Optional[int] = None) -> bool:
@@ -144,6 +186,12 @@ class KafkaBackend(TopicBackend):
                 self._send(producer, topic, partition, key, value, ts, _headers(hdrs))
             self._flush(producer)
             return True
+        if self._task_tx is not None:  # inside begin_task()/commit_task(): join it
+            if self._task_tx is _REPLAY:
+                return False
+            for ts, key, value, hdrs in rows:
+                self._send(self._task_tx, topic, partition, key, value, ts, _headers(hdrs))
+            return True
         producer = self._transactional_producer(producer_id or self._transactional_id or "streamlib")
         self._call(producer.begin_transaction, "begin a transaction")
         try:
@@ -157,6 +205,96 @@ class KafkaBackend(TopicBackend):
                 pass
             raise
         return True
+
+    # ---- task transactions (exactly_once) ------------------------------------
+    def begin_task(self, transactional_id: str, batch_id: int, marker_topic: str) -> bool:
+        """Start a task's batch as one Kafka transaction; every ``append`` until
+        :meth:`commit_task` joins it (changelogs and sinks alike).
+
+        A new producer with ``transactional_id`` fences any older one with the same id
+        (a zombie attempt of this task) and aborts its open transaction. The batch id
+        the task last committed is kept as a consumer-group offset (group
+        ``transactional_id``, partition 0 of ``marker_topic``) committed inside the
+        transaction, so it is committed if and only if the batch's writes are. Returns
+        False if ``batch_id`` was already committed (a re-run): then appends are
+        dropped, so the re-run leaves exactly one copy.
+        """
+        if self._task_tx is not None:
+            raise TopicsError("begin_task() while a task transaction is open")
+        self.create_topic(marker_topic, 1, exist_ok=True)
+        config = {**self._producer_config, "transactional.id": transactional_id,
+                  "enable.idempotence": True}
+        producer = self._call(lambda: Producer(config), "create a transactional producer")
+        self._call(lambda: producer.init_transactions(self.timeout), "initialise transactions")
+        group = self._call(lambda: Consumer({**self._common, "group.id": transactional_id,
+                                             "enable.auto.commit": False,
+                                             "isolation.level": "read_committed"}),
+                           "create a consumer")
+        try:
+            done = self._committed_batch(group, marker_topic)
+            if done >= batch_id:
+                self._task_tx = _REPLAY
+                return False
+            self._call(producer.begin_transaction, "begin a transaction")
+        except BaseException:
+            group.close()
+            raise
+        self._task_tx, self._task_group, self._task_marker = producer, group, marker_topic
+        return True
+
+    def commit_task(self, batch_id: int) -> None:
+        """Commit the task's transaction with its batch marker (see :meth:`begin_task`)."""
+        producer, group, self._task_tx = self._task_tx, self._task_group, None
+        if producer is None or producer is _REPLAY:
+            return
+        try:
+            marker = [TopicPartition(self._task_marker, 0, batch_id + 1)]
+            self._call(lambda: producer.send_offsets_to_transaction(
+                marker, group.consumer_group_metadata(), self.timeout), "commit the batch marker")
+            self._call(lambda: producer.commit_transaction(self.timeout), "commit a transaction")
+        except BaseException:
+            self._abort(producer)
+            raise
+        finally:
+            group.close()
+        self._raise_delivery_errors()
+
+    def abort_task(self) -> None:
+        """Abort the task's open transaction (nothing of it becomes visible)."""
+        producer, group, self._task_tx = self._task_tx, self._task_group, None
+        if producer is not None and producer is not _REPLAY:
+            self._abort(producer)
+            group.close()
+
+    def _abort(self, producer: Producer) -> None:
+        try:
+            producer.abort_transaction(self.timeout)
+            producer.poll(0)  # deliver the "purged" reports of the aborted records...
+        except KafkaException:
+            pass  # fenced or already failed: the broker aborts it anyway
+        self._delivery_errors.clear()  # ...which are no failure: they were meant to vanish
+
+    def _committed_batch(self, group: Consumer, marker_topic: str) -> int:
+        """The last batch id committed by this group's task, -1 if none. Retries while
+        an earlier transaction's offsets are still being completed."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                got = group.committed([TopicPartition(marker_topic, 0)], timeout=self.timeout)[0]
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                retriable = isinstance(err, KafkaError) and (err.retriable()
+                                                             or err.code() in _COORDINATOR_MOVING)
+                if not retriable or time.monotonic() > deadline:
+                    raise TopicsError(f"cannot read the batch marker of {marker_topic!r} on "
+                                      f"{self.bootstrap}: {_error_text(exc)}") from None
+                time.sleep(0.05)
+                continue
+            if got.error is not None and time.monotonic() < deadline and (
+                    got.error.retriable() or got.error.code() in _COORDINATOR_MOVING):
+                time.sleep(0.05)
+                continue
+            return got.offset - 1 if got.offset >= 0 else -1
 
     # ---- read --------------------------------------------------------------
     def end_offsets(self, topic: str) -> dict[int, int]:
@@ -228,12 +366,25 @@ class KafkaBackend(TopicBackend):
                           "reach the broker for metadata")
 
     def _list_offsets(self, topic: str, spec: OffsetSpec) -> dict[int, int]:
+        """Offsets as a ``read_committed`` reader sees them: the end of a partition is its
+        last stable offset, so an open transaction's records are not counted as
+        readable. Retries while a partition's leader is still being elected."""
         n = self.num_partitions(topic)
-        futures = self._admin.list_offsets({TopicPartition(topic, p): spec for p in range(n)},
-                                           request_timeout=self.timeout)
-        return {tp.partition: self._call(lambda f=f: f.result(timeout=self.timeout),
-                                         f"list offsets of {topic!r}").offset
-                for tp, f in futures.items()}
+        deadline = time.monotonic() + self.timeout
+        while True:
+            futures = self._admin.list_offsets({TopicPartition(topic, p): spec for p in range(n)},
+                                               isolation_level=IsolationLevel.READ_COMMITTED,
+                                               request_timeout=self.timeout)
+            try:
+                return {tp.partition: f.result(timeout=self.timeout).offset for tp, f in futures.items()}
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                retriable = isinstance(err, KafkaError) and (err.code() in _LEADER_MOVING
+                                                             or err.retriable())
+                if not retriable or time.monotonic() > deadline:
+                    raise TopicsError(f"cannot list offsets of {topic!r} on {self.bootstrap}: "
+                                      f"{_error_text(exc)}") from None
+                time.sleep(0.05)
 
     def _plain_producer(self) -> Producer:
         if self._producer is None:
@@ -273,6 +424,9 @@ class KafkaBackend(TopicBackend):
         if remaining:
             raise TopicsError(f"{remaining} record(s) not delivered to {self.bootstrap} "
                               f"within {self.timeout} s")
+        self._raise_delivery_errors()
+
+    def _raise_delivery_errors(self) -> None:
         if self._delivery_errors:
             errors, self._delivery_errors = self._delivery_errors, []
             raise TopicsError(f"{len(errors)} record(s) failed delivery: {errors[0]}")

@@ -16,9 +16,9 @@ from typing import Callable, Iterable, Optional, TypeVar
 import numpy as np
 import pyarrow as pa
 
-from .base import (APPEND_SCHEMA, HEADER_TYPE, TopicBackend, TopicExists, TopicInfo,
-                   TopicNotFound, TopicsError, check_topic_name)
-from .partition_log import DEFAULT_SEGMENT_BYTES, PartitionDeleted, PartitionLog
+from .base import (APPEND_SCHEMA, HEADER_TYPE, MAX_MESSAGE_BYTES, RecordTooLarge, TopicBackend, TopicExists,
+                   TopicInfo, TopicNotFound, TopicsError, check_record_sizes, check_topic_name)
+from .partition_log import DEFAULT_SEGMENT_BYTES, Compaction, PartitionDeleted, PartitionLog
 from .partitioner import RoundRobin, partition_array
 
 T = TypeVar("T")
@@ -81,6 +81,7 @@ class LocalBackend(TopicBackend):
         os.makedirs(self.root, exist_ok=True)
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._partitions: dict[str, int] = {}
+        self._configs: dict[str, dict] = {}
         self._pending: dict[str, _Pending] = {}
         self._round_robin = RoundRobin()
 
@@ -132,6 +133,13 @@ class LocalBackend(TopicBackend):
             raise TopicNotFound(name) from None
         return TopicInfo(name, meta["partitions"], meta["config"])
 
+    def _config(self, name: str) -> dict:
+        """The topic's config, read once per backend (as its partition count is)."""
+        config = self._configs.get(name)
+        if config is None:
+            config = self._configs[name] = self.describe_topic(name).config
+        return config
+
     def num_partitions(self, name: str) -> int:
         n = self._partitions.get(name)
         if n is None:
@@ -143,6 +151,12 @@ class LocalBackend(TopicBackend):
                 timestamp: Optional[int] = None, headers: Optional[Iterable[tuple[str, bytes]]] = None,
                 partition: Optional[int] = None) -> None:
         n = self._checked_partitions(topic, partition)
+        size = (len(key) if key else 0) + (len(value) if value else 0)
+        if size > MAX_MESSAGE_BYTES:
+            limit = int(self.describe_topic(topic).config.get("max.message.bytes", MAX_MESSAGE_BYTES))
+            if size > limit:
+                raise RecordTooLarge(f"a record of {size} bytes exceeds topic {topic!r}'s max.message.bytes "
+                                     f"{limit}; raise the topic's max.message.bytes or make the record smaller")
         if partition is None:
             partition = self._round_robin(n) if key is None else -1
         pending = self._pending.get(topic)
@@ -154,15 +168,18 @@ class LocalBackend(TopicBackend):
         pending.values.append(value)
         pending.headers.append(tuple(headers) if headers else None)
         pending.nbytes += (len(key) if key else 0) + (len(value) if value else 0)
+        self._buffering()
         if len(pending.keys) >= BUFFER_RECORDS or pending.nbytes >= BUFFER_BYTES:
             self._write_pending(topic)
 
     def flush(self) -> None:
         for topic in list(self._pending):
             self._write_pending(topic)
+        self._flushed()
 
     def append(self, topic: str, partition: int, records: pa.Table,
                producer_id: Optional[str] = None, sequence: Optional[int] = None) -> bool:
+        check_record_sizes(topic, records, self._config(topic), partition)
         return self._current(topic, lambda: self._log(topic, partition).append(records, producer_id, sequence))
 
     def end_offsets(self, topic: str) -> dict[int, int]:
@@ -206,6 +223,7 @@ class LocalBackend(TopicBackend):
         for key in [k for k in self._logs if k[0] == topic]:
             self._logs.pop(key).close()
         self._partitions.pop(topic, None)
+        self._configs.pop(topic, None)
 
     def _log(self, topic: str, partition: int) -> PartitionLog:
         log = self._logs.get((topic, partition))
@@ -214,7 +232,9 @@ class LocalBackend(TopicBackend):
             if not 0 <= partition < n:
                 raise TopicsError(f"topic {topic!r} has no partition {partition} (it has {n})")
             path = os.path.join(self._topic_dir(topic), str(partition))
-            log = self._logs[(topic, partition)] = PartitionLog(path, self.fsync, self.segment_bytes)
+            compaction = Compaction.from_config(self.describe_topic(topic).config)
+            log = self._logs[(topic, partition)] = PartitionLog(path, self.fsync, self.segment_bytes,
+                                                                compaction)
         return log
 
     def _write_pending(self, topic: str) -> None:

@@ -22,8 +22,10 @@ from __future__ import annotations
 import bisect
 import fcntl
 import json
+import logging
 import os
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
@@ -38,7 +40,41 @@ from .frames import (FRAME_HEADER, INDEX_ENTRY, SEGMENT_HEADER, SEGMENT_MAGIC, F
                      parse_frame, parse_index)
 
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
+log = logging.getLogger("streamlib.topics")
 _SNAPSHOT = "producers.json"
+_CLEANER = "cleaner.json"
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """When a ``cleanup.policy=compact`` partition compacts itself, and how long it keeps
+    tombstones (Kafka's ``min.cleanable.dirty.ratio`` and ``delete.retention.ms``).
+
+    A partition compacts after an append once the bytes written since its last
+    compaction are at least ``min_dirty_ratio`` of the whole log and at least
+    ``min_dirty_bytes`` (so a small log is not rewritten on every append: Kafka never
+    cleans the active segment). A tombstone survives compactions until
+    ``delete_retention_ms`` have passed since the first compaction that saw it, so a
+    reader that was behind (a stale store copy catching up) still sees the delete.
+
+    >>> Compaction.from_config({"cleanup.policy": "compact", "delete.retention.ms": "0"}).delete_retention_ms
+    0
+    >>> Compaction.from_config({}) is None
+    True
+    """
+
+    min_dirty_ratio: float = 0.5
+    delete_retention_ms: int = 24 * 60 * 60 * 1000
+    min_dirty_bytes: int = 1 << 20
+
+    @classmethod
+    def from_config(cls, config: dict) -> Optional["Compaction"]:
+        """The policy of a topic config, ``None`` unless ``cleanup.policy`` has ``compact``."""
+        if "compact" not in str(config.get("cleanup.policy", "")).split(","):
+            return None
+        return cls(float(config.get("min.cleanable.dirty.ratio", cls.min_dirty_ratio)),
+                   int(config.get("delete.retention.ms", cls.delete_retention_ms)),
+                   int(config.get("streamlib.min.cleanable.bytes", cls.min_dirty_bytes)))
 
 
 @dataclass
@@ -79,10 +115,13 @@ class PartitionDeleted(TopicsError):
 class PartitionLog:
     """The append-only log of one topic partition in directory ``path``."""
 
-    def __init__(self, path: str, fsync: bool = True, segment_bytes: int = DEFAULT_SEGMENT_BYTES):
+    def __init__(self, path: str, fsync: bool = True, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+                 compaction: Optional[Compaction] = None):
         self.path = path
         self.fsync = fsync
         self.segment_bytes = segment_bytes
+        #: compact by itself past the dirty ratio (``None``: only when asked)
+        self.compaction = compaction
         self._segments: list[_Segment] = []
         self._lasts: list[int] = []      # last offset of every frame, for bisect
         self._where: list[tuple[_Segment, FrameInfo]] = []
@@ -141,39 +180,76 @@ class PartitionLog:
             if producers:
                 self._producers[producer_id] = sequence
                 self._producers_through = len(self._where)
+            if self.compaction is not None and self._dirty_enough(self.compaction):
+                self._compact(int(time.time() * 1000))
             return True
 
-    def compact(self) -> None:
-        """Keep the latest record per key, drop tombstoned keys; offsets are preserved."""
+    def _dirty_enough(self, policy: Compaction) -> bool:
+        total = sum(segment.size for segment in self._segments)
+        dirty = total - self._cleaner_state().get("clean_bytes", 0)
+        return dirty >= policy.min_dirty_bytes and dirty >= policy.min_dirty_ratio * total
+
+    def compact(self, now_ms: Optional[int] = None) -> None:
+        """Keep the latest record per key; offsets are preserved. A key whose latest
+        record is a tombstone keeps the tombstone for ``delete.retention.ms`` after the
+        compaction that first saw it (``now_ms``: the wall clock, for tests)."""
         with self._locked():
-            if not self._where:
-                return
-            start, end = self._where[0][1].first, self._end()
-            producers = dict(self._producer_state())
-            table = self.read_arrow(start, end)
-            keep = _latest_per_key(table)
-            first_segment = self._segments[0]
-            tmp = os.path.join(self.path, f"{first_segment.base:020d}.compacting.log")
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                header = new_segment_header()
-                os.write(fd, header)
-                segment = _Segment(first_segment.base, tmp, os.fstat(fd).st_ino, header,
-                                   size=len(header))
-                self._write_to(fd, segment, _compacted_frames(keep, start, end, producers))
-            finally:
-                os.close(fd)
-            # The new segment replaces the first one atomically; a crash before the old
-            # later segments are gone leaves them redundant (base < end), never visible.
-            os.replace(tmp, first_segment.path)
-            os.replace(_index_path(tmp), _index_path(first_segment.path))
-            for stale in self._segments[1:]:
-                _unlink_segment(stale.path)
-            self._sync_dir()
-            self._segments, self._where, self._lasts = [], [], []
-            self._refresh()
-            self._producers, self._producers_through = producers, len(self._where)
-            self._write_snapshot()
+            self._compact(int(time.time() * 1000) if now_ms is None else now_ms)
+
+    def _compact(self, now_ms: int) -> None:
+        """:meth:`compact`, with the lock held."""
+        retention = (self.compaction or Compaction()).delete_retention_ms
+        if not self._where:
+            return
+        start, end = self._where[0][1].first, self._end()
+        producers = dict(self._producer_state())
+        cleaner = self._cleaner_state()
+        # Compactions so far: (end offset, wall time). Tombstones below the end of
+        # one at least ``retention`` old were seen that long ago: they may go.
+        history = [tuple(h) for h in cleaner.get("history", [])] + [(end, now_ms)]
+        expired = [h for h in history if h[1] <= now_ms - retention]
+        droppable = max((h[0] for h in expired), default=start)
+        history = [h for h in history if h[1] > now_ms - retention] + expired[-1:]
+        table = self.read_arrow(start, end)
+        keep = _latest_per_key(table, droppable)
+        first_segment = self._segments[0]
+        tmp = os.path.join(self.path, f"{first_segment.base:020d}.compacting.log")
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            header = new_segment_header()
+            os.write(fd, header)
+            segment = _Segment(first_segment.base, tmp, os.fstat(fd).st_ino, header,
+                               size=len(header))
+            self._write_to(fd, segment, _compacted_frames(keep, start, end, producers))
+        finally:
+            os.close(fd)
+        # The new segment replaces the first one atomically; a crash before the old
+        # later segments are gone leaves them redundant (base < end), never visible.
+        os.replace(tmp, first_segment.path)
+        os.replace(_index_path(tmp), _index_path(first_segment.path))
+        for stale in self._segments[1:]:
+            _unlink_segment(stale.path)
+        self._sync_dir()
+        self._segments, self._where, self._lasts = [], [], []
+        self._refresh()
+        self._producers, self._producers_through = producers, len(self._where)
+        self._write_snapshot()
+        self._write_cleaner({"clean_bytes": sum(segment.size for segment in self._segments),
+                             "history": sorted(history)})
+
+    def _cleaner_state(self) -> dict:
+        """What the last compaction left: its size and the compaction history."""
+        try:
+            with open(os.path.join(self.path, _CLEANER)) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {}
+
+    def _write_cleaner(self, state: dict) -> None:
+        tmp = os.path.join(self.path, _CLEANER + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(state, f)
+        os.replace(tmp, os.path.join(self.path, _CLEANER))
 
     def close(self) -> None:
         with self._mutex:
@@ -255,6 +331,12 @@ class PartitionLog:
         """Truncate bytes after the last valid frame and index the unindexed frames."""
         changed = False
         if segment.size > segment.data_end:
+            # A writer died mid-append (or the file was damaged): what follows the last
+            # complete frame was never acknowledged. Say so: a reader that had been told
+            # of later offsets (a checkpoint) must find out why they are gone.
+            log.warning("%s: cutting a torn tail of %d bytes after offset %d",
+                        segment.path, segment.size - segment.data_end,
+                        segment.frames[-1].last if segment.frames else segment.base - 1)
             with open(segment.path, "r+b") as f:
                 f.truncate(segment.data_end)
             segment.size = segment.data_end
@@ -444,13 +526,15 @@ def _clip(table: pa.Table, start: int, end: int) -> pa.Table:
     return table.slice(lo, hi - lo) if (lo, hi) != (0, len(offsets)) else table
 
 
-def _latest_per_key(table: pa.Table) -> pa.Table:
-    """Rows that survive compaction, in offset order."""
+def _latest_per_key(table: pa.Table, drop_tombstones_below: int) -> pa.Table:
+    """Rows that survive compaction, in offset order: the latest per key, except
+    tombstones at offsets below ``drop_tombstones_below``; keyless records all stay."""
     keyed = pc.is_valid(table["key"])
     latest = (table.filter(keyed).select(["key", "offset"]).group_by("key")
               .aggregate([("offset", "max")]).column("offset_max"))
     survivor = pc.or_(pc.invert(keyed), pc.is_in(table["offset"], value_set=latest))
-    live = pc.or_(pc.invert(keyed), pc.is_valid(table["value"]))
+    live = pc.or_(pc.or_(pc.invert(keyed), pc.is_valid(table["value"])),
+                  pc.greater_equal(table["offset"], drop_tombstones_below))
     return table.filter(pc.and_(survivor, live))
 
 

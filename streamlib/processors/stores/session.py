@@ -30,7 +30,7 @@ class SessionStore(TimedStore):
     >>> s = SessionStore("s", stores["s"], Serdes.string(), Serdes.long())
     >>> s.put("a", Window(10, 20), 2, timestamp=20)
     >>> s.find_sessions("a", earliest_end=15, latest_start=30)
-    [(Window(start=10, end=20), 2, 20)]
+    [(Window(10, 20), 2, 20)]
     >>> s.write_back(); stores.commit(); stores.close()
     """
 

@@ -1,0 +1,57 @@
+"""Checks ``Streams.start()`` runs before it writes anything: the application's
+changelog topics must match its task counts, and must exist if it has progress.
+
+Kafka Streams fails the same way on a changelog partition mismatch: a task's state
+lives in its partition of the changelog, and keys are hashed to tasks, so another
+count would scatter keys over the wrong stores (DESIGN.md "Partitions are fixed per
+application").
+"""
+from __future__ import annotations
+
+import os
+from typing import Mapping
+
+from .config import StreamsConfig
+from .errors import RESET_HINT, ChangelogMissing, PartitionCountMismatch
+from .topics import TopicNotFound
+from .topology import Topology
+
+
+def has_progress(config: StreamsConfig) -> bool:
+    """Whether the application's checkpoint holds a committed batch."""
+    commits = os.path.join(config.resolved_checkpoint_location(), "commits")
+    try:
+        return any(name.isdigit() for name in os.listdir(commits))
+    except FileNotFoundError:
+        return False
+
+
+def prepare_changelogs(topology: Topology, config: StreamsConfig, backend, tasks_of: Mapping[int, int]) -> None:
+    """Create the logged stores' changelog topics (compacted) on a first run; raise if
+    one has another partition count than its sub-topology's tasks (``tasks_of``:
+    sub-topology id -> task count), or is missing while the checkpoint says the
+    application already processed input."""
+    progress = has_progress(config)
+    hint = RESET_HINT.format(app=config.application_id)
+    for sub in topology.subtopologies:
+        for store in sub.stores:
+            if not topology.stores[store].logging:
+                continue
+            topic = config.changelog_topic(store)
+            tasks = tasks_of.get(sub.id)
+            try:
+                partitions = backend.num_partitions(topic)
+            except TopicNotFound:
+                if progress:
+                    raise ChangelogMissing(
+                        f"store {store!r}: its changelog topic {topic!r} is missing, but the checkpoint "
+                        f"{config.resolved_checkpoint_location()} has progress; the store cannot be "
+                        f"restored. To reprocess from the beginning run: {hint}") from None
+                if tasks is not None:
+                    backend.create_topic(topic, tasks, {"cleanup.policy": "compact"}, exist_ok=True)
+                continue
+            if tasks is not None and partitions != tasks:
+                raise PartitionCountMismatch(
+                    f"store {store!r}: changelog topic {topic!r} has {partitions} partitions but the "
+                    f"application now runs {tasks} tasks (num_partitions); partition counts are fixed "
+                    f"per application. Start it with num_partitions={partitions}, or reset it first: {hint}")

@@ -1,0 +1,99 @@
+"""Byte-level reads of one store's replica, each call at one published version."""
+from __future__ import annotations
+
+import heapq
+from itertools import islice
+from typing import Callable, Iterator, Optional, Sequence
+
+from streamlib.query.replica import StoreReplicas, Version
+from streamlib.state.bounds import Bounds, within
+from streamlib.state.reads import KeyValue, KeyValueReads
+from streamlib.state.rocksdb import RocksDB
+
+_PAGE = 1024
+_ABSENT = object()
+
+
+class NotYetQueryable(RuntimeError):
+    """The replicas have published no version yet (Kafka Streams'
+    ``InvalidStateStoreException`` while a store is restoring)."""
+
+
+class ReplicaReads(KeyValueReads):
+    """get/range/all/prefix_scan over a store's replica partitions.
+
+    Every call pins the version published when it starts and reads exactly that
+    version in every partition, while newer versions are being applied.
+    ``prepare()`` runs before each call (e.g. to catch up when the application is idle).
+    """
+
+    def __init__(self, replicas: StoreReplicas, store: str, prepare: Callable[[], None] = lambda: None):
+        self._replicas = replicas
+        self._store = store
+        self._prepare = prepare
+
+    def _pin(self) -> tuple[Version, list[tuple[int, RocksDB]]]:
+        self._prepare()
+        version, dbs = self._replicas.pin(self._store)
+        if version is None:
+            raise NotYetQueryable(f"store {self._store!r} is not queryable yet: its replica "
+                                  "has not caught up with the changelog")
+        return version, dbs
+
+    def get_many(self, keys: Sequence[bytes]) -> list[Optional[bytes]]:
+        version, dbs = self._pin()
+        found: list[Optional[bytes]] = [None] * len(keys)
+        for partition, db in dbs:
+            values = db.get_many(keys)
+            # Read first, then look for later versions' undo records (see replica.py).
+            fixes = version.corrections((self._store, partition))
+            for i, value in enumerate(values):
+                for undo in fixes:
+                    old = undo.get(keys[i], _ABSENT)
+                    if old is not _ABSENT:
+                        value = old
+                        break
+                if value is not None:
+                    found[i] = value
+        return found
+
+    def _scan(self, bounds: Bounds) -> Iterator[KeyValue]:
+        version, dbs = self._pin()
+        scans = [self._scan_partition(version, partition, db, bounds) for partition, db in dbs]
+        if len(scans) == 1:
+            return scans[0]
+        return heapq.merge(*scans, key=lambda kv: kv[0])
+
+    def _scan_partition(self, version: Version, partition: int, db: RocksDB,
+                        bounds: Bounds) -> Iterator[KeyValue]:
+        lower, upper = bounds
+        part = (self._store, partition)
+        while True:
+            page = list(islice(db.scan((lower, upper)), _PAGE))
+            full = len(page) == _PAGE
+            covered = (lower, page[-1][0] + b"\x00" if full else upper)
+            fixes = version.corrections(part)
+            if fixes:
+                page = _corrected(page, fixes, covered)
+            yield from page
+            if not full:
+                return
+            lower = covered[1]
+
+    def approximate_num_entries(self) -> int:
+        _, dbs = self._pin()
+        return sum(db.approximate_num_entries() for _, db in dbs)
+
+
+def _corrected(page: list[KeyValue], fixes: list[dict], covered: Bounds) -> list[KeyValue]:
+    """``page`` (keys within ``covered``, as read now) at the pinned version."""
+    older: dict[bytes, Optional[bytes]] = {}
+    for undo in fixes:
+        for key, value in undo.items():
+            if key not in older and within(key, covered):
+                older[key] = value
+    if not older:
+        return page
+    entries = dict(page)
+    entries.update(older)
+    return sorted((k, v) for k, v in entries.items() if v is not None)

@@ -1,0 +1,90 @@
+"""Fault points for the fault harness, installed in every Python process of a run
+(driver and Spark workers alike: they inherit ``PYTHONPATH`` and the environment).
+
+With ``STREAMLIB_FAULT_POINT=<point>`` and ``STREAMLIB_FAULT_HIT=<n>``, the n-th time any
+process of the run reaches ``<point>`` it SIGKILLs the driver's whole process group
+(driver, JVM) and, from a Spark Python worker, the worker daemon's group too. Hits are counted across processes in a file under
+``STREAMLIB_FAULT_DIR``. Points:
+
+* ``restore``: a store copy is catching up from its changelog (after its first chunk);
+* ``mid-batch``: a task starts processing its rows (other tasks may have committed);
+* ``store-commit``: a task committed its stores and has not written its sinks;
+* ``sink-append``: a task appended to a sink topic (maybe not to all its partitions);
+* ``spark-commit``: the driver ran a batch, Spark has not committed it.
+"""
+import os
+
+POINT = os.environ.get("STREAMLIB_FAULT_POINT")
+if POINT and "STREAMLIB_FAULT_PGID" not in os.environ:
+    # The first process of the run (the driver) names its group; the JVM and the Python
+    # worker daemon inherit this, though the daemon runs its workers in a group of their own.
+    os.environ["STREAMLIB_FAULT_PGID"] = str(os.getpgrp())
+
+
+def _hit(point: str) -> None:
+    if point != POINT:
+        return
+    fd = os.open(os.path.join(os.environ["STREAMLIB_FAULT_DIR"], f"hits-{point}"),
+                 os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, b".")
+        count = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    if count == int(os.environ["STREAMLIB_FAULT_HIT"]):
+        with open(os.path.join(os.environ["STREAMLIB_FAULT_DIR"], "killed"), "w") as f:
+            f.write(point)
+        os.killpg(int(os.environ["STREAMLIB_FAULT_PGID"]), 9)
+        os.killpg(os.getpgrp(), 9)  # a Spark Python worker: its daemon's group, itself included
+
+
+def _install() -> None:
+    from streamlib.runtime.task import Task
+    from streamlib.spark import compiler, tasks
+    from streamlib.state.changelog import Changelog
+    from streamlib.topics.local import LocalBackend
+
+    read = Changelog.read
+
+    def read_then_die(self, *args, **kwargs):
+        for i, chunk in enumerate(read(self, *args, **kwargs)):
+            yield chunk
+            if i == 0 and chunk.keys:
+                _hit("restore")
+
+    process_table = Task.process_table
+
+    def process_then_die(self, rows):
+        _hit("mid-batch")
+        return process_table(self, rows)
+
+    commit = Task.commit
+
+    def commit_then_die(self):
+        commit(self)
+        _hit("store-commit")
+
+    append = LocalBackend.append
+
+    def append_then_die(self, topic, partition, records, producer_id=None, sequence=None):
+        written = append(self, topic, partition, records, producer_id, sequence)
+        if not topic.endswith("-changelog"):
+            _hit("sink-append")
+        return written
+
+    run = compiler.BatchPlan.run
+
+    def run_then_die(self, source, batch_id):
+        run(self, source, batch_id)
+        _hit("spark-commit")
+
+    Changelog.read = read_then_die
+    Task.process_table = process_then_die
+    Task.commit = commit_then_die
+    LocalBackend.append = append_then_die
+    compiler.BatchPlan.run = run_then_die
+    assert tasks.Task is Task
+
+
+if POINT:
+    _install()

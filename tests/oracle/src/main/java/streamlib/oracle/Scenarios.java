@@ -1,0 +1,114 @@
+package streamlib.oracle;
+
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.Supplier;
+
+import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.state.KeyValueStore;
+
+/**
+ * The named scenario topologies. Each reads String keys and values from topic "in"
+ * and writes to topic "out"; tests/oracle_scenarios.py builds the same topologies
+ * with streamlib. To add a scenario (windows, joins), add an entry here and there.
+ */
+final class Scenarios {
+
+    /** A topology and how to read its output records. */
+    record Scenario(Supplier<Topology> topology, Deserializer<?> outKey, Deserializer<?> outValue) { }
+
+    private Scenarios() { }
+
+    static final Map<String, Scenario> ALL = new LinkedHashMap<>();
+
+    static {
+        ALL.put("wordcount", new Scenario(Scenarios::wordcount,
+                Serdes.String().deserializer(), Serdes.Long().deserializer()));
+        ALL.put("stream-count", new Scenario(Scenarios::streamCount,
+                Serdes.String().deserializer(), Serdes.Long().deserializer()));
+        ALL.put("stream-reduce", new Scenario(Scenarios::streamReduce,
+                Serdes.String().deserializer(), Serdes.String().deserializer()));
+        ALL.put("table-aggregate", new Scenario(Scenarios::tableAggregate,
+                Serdes.String().deserializer(), Serdes.Long().deserializer()));
+        ALL.put("table-reduce", new Scenario(Scenarios::tableReduce,
+                Serdes.String().deserializer(), Serdes.String().deserializer()));
+    }
+
+    private static Consumed<String, String> strings() {
+        return Consumed.with(Serdes.String(), Serdes.String());
+    }
+
+    /** Words of each value (split on single spaces), counted. */
+    static Topology wordcount() {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream("in", strings())
+                .flatMapValues(v -> Arrays.asList(v.split(" ")))
+                .groupBy((k, word) -> word, Grouped.with(Serdes.String(), Serdes.String()))
+                .count(Materialized.as("counts"))
+                .toStream()
+                .to("out", Produced.with(Serdes.String(), Serdes.Long()));
+        return builder.build();
+    }
+
+    /** Records per key (null values included, null keys dropped). */
+    static Topology streamCount() {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream("in", strings())
+                .groupByKey()
+                .count(Materialized.as("counts"))
+                .toStream()
+                .to("out", Produced.with(Serdes.String(), Serdes.Long()));
+        return builder.build();
+    }
+
+    /** Sum of the integer values per key, as a string. */
+    static Topology streamReduce() {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream("in", strings())
+                .groupByKey()
+                .reduce((a, b) -> String.valueOf(Long.parseLong(a) + Long.parseLong(b)),
+                        Materialized.as("sums"))
+                .toStream()
+                .to("out", Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /** A table re-keyed by its value; per new key: number of rows + total key length. */
+    static Topology tableAggregate() {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.table("in", strings(), Materialized.as("source"))
+                .groupBy((k, v) -> KeyValue.pair(v, k), Grouped.with(Serdes.String(), Serdes.String()))
+                .aggregate(() -> 0L,
+                        (k, v, agg) -> agg + 1 + v.length(),
+                        (k, v, agg) -> agg - 1 - v.length(),
+                        Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("agg")
+                                .withValueSerde(Serdes.Long()))
+                .toStream()
+                .to("out", Produced.with(Serdes.String(), Serdes.Long()));
+        return builder.build();
+    }
+
+    /** A table re-keyed by the first letter of its value; per new key: the sum of the values' digits. */
+    static Topology tableReduce() {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.table("in", strings(), Materialized.as("source"))
+                .groupBy((k, v) -> KeyValue.pair(v.substring(0, 1), v.substring(1)),
+                        Grouped.with(Serdes.String(), Serdes.String()))
+                .reduce((a, b) -> String.valueOf(Long.parseLong(a) + Long.parseLong(b)),
+                        (a, b) -> String.valueOf(Long.parseLong(a) - Long.parseLong(b)),
+                        Materialized.as("sums"))
+                .toStream()
+                .to("out", Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+}

@@ -1,0 +1,114 @@
+"""Query replicas without Spark: changelog records in, whole published versions out."""
+from __future__ import annotations
+
+import pytest
+
+from streamlib.query.http import decode_key, prometheus_text
+from streamlib.query.reads import NotYetQueryable, ReplicaReads
+from streamlib.query.replica import StoreReplicas
+from streamlib.serdes import Serdes
+from streamlib.state.changelog import Changelog
+from streamlib.topics import open_backend
+
+TOPIC = "app-s-changelog"
+
+
+@pytest.fixture
+def setup(tmp_path):
+    backend = open_backend(f"local://{tmp_path / 'log'}")
+    backend.create_topic(TOPIC, 3, {"cleanup.policy": "compact"})
+    logs = [Changelog(backend, TOPIC, p, 3, f"test/{p}") for p in range(3)]
+    replicas = StoreReplicas(str(tmp_path / "state"), lambda: backend, {"s": TOPIC})
+    yield backend, logs, replicas
+    replicas.close()
+
+
+def _commit(logs, batch, changes: dict[int, dict[bytes, bytes | None]]) -> dict:
+    """Append one batch's changes per partition; return the offsets tasks would report."""
+    ends = {}
+    for partition, kv in changes.items():
+        _, ends[partition] = logs[partition].append(batch, list(kv), list(kv.values()), [0] * len(kv))
+    return {"s": ends}
+
+
+def _keys(n, partition):
+    return [b"p%d-%05d" % (partition, i) for i in range(n)]
+
+
+def test_reads_wait_for_the_first_version_then_follow_committed_batches(setup):
+    backend, logs, replicas = setup
+    reads = ReplicaReads(replicas, "s")
+    with pytest.raises(NotYetQueryable):
+        reads.get(b"x")
+    _commit(logs, 0, {0: {b"a": b"1"}, 1: {b"b": b"1"}})
+    replicas.sync(before_batch=1)
+    assert dict(reads.all()) == {b"a": b"1", b"b": b"1"}
+    # Batch 1 is in the changelog, but only partition 0's task reported: it stays unseen
+    # until its batch is announced, and then every partition shows it at once.
+    offsets = _commit(logs, 1, {0: {b"a": b"2"}, 2: {b"c": b"1"}})
+    assert reads.get(b"a") == b"1"
+    replicas.follow()
+    replicas.committed(1, offsets)
+    replicas.stop_following()
+    assert dict(reads.all()) == {b"a": b"2", b"b": b"1", b"c": b"1"}
+    assert replicas.published.batch == 1
+
+
+def test_sync_leaves_out_an_unfinished_batch(setup):
+    backend, logs, replicas = setup
+    _commit(logs, 0, {0: {b"a": b"1"}})
+    _commit(logs, 1, {0: {b"a": b"2"}, 1: {b"b": b"2"}})   # batch 1 did not commit
+    replicas.sync(before_batch=1)
+    reads = ReplicaReads(replicas, "s")
+    assert dict(reads.all()) == {b"a": b"1"}
+    replicas.sync(before_batch=2)                            # now it did
+    assert dict(reads.all()) == {b"a": b"2", b"b": b"2"}
+
+
+def test_a_scan_keeps_its_version_while_newer_batches_are_applied(setup):
+    backend, logs, replicas = setup
+    first = {p: {k: b"v0" for k in _keys(3000, p)} for p in range(3)}
+    replicas.committed(0, _commit(logs, 0, first))
+    replicas.follow()
+    replicas.stop_following()
+    reads = ReplicaReads(replicas, "s")
+    expected = sorted((k, v) for kv in first.values() for k, v in kv.items())
+    scan = reads.all()
+    seen = [next(scan) for _ in range(10)]
+    point_version = replicas.published
+    # Three more batches: every key of partition 0 and 1 changes, partition 2 loses half
+    # its keys and gains new ones; the open scan must still show batch 0 exactly.
+    for batch in (1, 2, 3):
+        changes = {0: {k: b"v%d" % batch for k in _keys(3000, 0)},
+                   1: {k: b"v%d" % batch for k in _keys(3000, 1)[::7]},
+                   2: {**{k: None for k in _keys(3000, 2)[::2]},
+                       **{b"p2-new-%d-%d" % (batch, i): b"n" for i in range(500)}}}
+        replicas.follow()
+        replicas.committed(batch, _commit(logs, batch, changes))
+        replicas.stop_following()
+    seen.extend(scan)
+    assert seen == expected
+    assert replicas.published is not point_version and replicas.published.batch == 3
+    now = dict(reads.all())
+    assert now[b"p0-00000"] == b"v3" and b"p2-00000" not in now and now[b"p2-new-3-1"] == b"n"
+    assert reads.get_many([b"p1-00007", b"p1-00001"]) == [b"v3", b"v0"]
+
+
+def test_keys_from_urls_take_the_key_serdes_type():
+    assert decode_key("42", Serdes.long()) == 42
+    assert decode_key("hello", Serdes.string()) == "hello"
+    with pytest.raises(ValueError):
+        decode_key("abc", Serdes.integer())
+
+
+def test_metrics_in_prometheus_text_format():
+    text = prometheus_text({"records_in": 5, "stream_time": -1, "last_batch": None,
+                            "store_sizes": {"counts": 3}, "lag": {"in": {0: 2}},
+                            "tasks": {"0_1": {"records_in": 5, "stores": {"counts": 3}}}}, "wc")
+    assert text.splitlines() == [
+        "# TYPE streamlib_lag gauge", 'streamlib_lag{application="wc",topic="in",partition="0"} 2',
+        "# TYPE streamlib_records_in gauge", 'streamlib_records_in{application="wc"} 5',
+        "# TYPE streamlib_store_sizes gauge", 'streamlib_store_sizes{application="wc",key="counts"} 3',
+        "# TYPE streamlib_stream_time gauge", 'streamlib_stream_time{application="wc"} -1',
+        "# TYPE streamlib_task_records_in gauge", 'streamlib_task_records_in{application="wc",task="0_1"} 5',
+    ]

@@ -1,0 +1,237 @@
+"""Fetch the Java jars with Maven and run a local Apache Kafka broker from them.
+
+``python tools/kafka_local.py fetch`` copies Apache Kafka's broker jars and Spark's
+Kafka source (versions pinned in ``streamlib/versions.env``) into the cache
+(``.cache/`` in the checkout); it does nothing when they are already there.
+``up [--port 9092]`` formats (once) and starts a single-node KRaft broker
+(combined broker and controller) bound to 127.0.0.1, data and log under
+``.cache/kafka/<version>/run-<port>/``; ``down [--port 9092]`` stops it.
+Tests use :func:`running_broker` (a free port, a temporary directory).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from streamlib import jvm  # noqa: E402  (the checkout's streamlib, not an installed one)
+
+BROKER_HEAP = "-Xmx512m"
+
+
+def maven(args: list[str], pom: Path) -> None:
+    """Run Maven quietly on ``pom``; offline first when the local repository may have
+    everything, so a machine that fetched once needs no network."""
+    if shutil.which("mvn") is None:
+        raise SystemExit("streamlib needs Maven (`mvn`) to fetch Java jars: apt-get install maven")
+    base = ["mvn", "-q", "-B", "-f", str(pom), *args]
+    if subprocess.run([*base, "-o"], capture_output=True).returncode == 0:
+        return
+    done = subprocess.run(base, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"maven failed on {pom}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+
+
+def _copy_dependencies(pom: Path, target: Path, properties: dict[str, str]) -> Path:
+    if jvm.fetched_jars(target) is not None:
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    props = [f"-D{k}={v}" for k, v in properties.items()]
+    maven(["dependency:copy-dependencies", f"-DoutputDirectory={target}", *props], pom)
+    (target / jvm.COMPLETE_MARKER).touch()
+    return target
+
+
+def fetch_broker() -> Path:
+    """Apache Kafka's broker jars in the cache (fetched once)."""
+    pins = jvm.versions()
+    return _copy_dependencies(ROOT / "tools" / "kafka" / "pom.xml", jvm.kafka_libs_dir(),
+                              {"kafka.version": pins["KAFKA_VERSION"],
+                               "scala.binary.version": pins["SCALA_BINARY_VERSION"]})
+
+
+def fetch_spark_kafka() -> Path:
+    """Spark's Kafka source and its extra dependencies in the cache (fetched once)."""
+    pins = jvm.versions()
+    return _copy_dependencies(ROOT / "tools" / "spark-kafka" / "pom.xml", jvm.spark_kafka_jars_dir(),
+                              {"spark.kafka.version": pins["SPARK_KAFKA_VERSION"],
+                               "scala.binary.version": pins["SCALA_BINARY_VERSION"]})
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
+    """A single-node KRaft configuration on loopback, replication factors of 1."""
+    return "\n".join([
+        "process.roles=broker,controller",
+        "node.id=1",
+        f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
+        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names=CONTROLLER",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name=PLAINTEXT",
+        f"log.dirs={data_dir}",
+        "num.partitions=1",
+        "auto.create.topics.enable=false",
+        "offsets.topic.replication.factor=1",
+        "offsets.topic.num.partitions=4",
+        "transaction.state.log.replication.factor=1",
+        "transaction.state.log.min.isr=1",
+        "transaction.state.log.num.partitions=4",
+        "share.coordinator.state.topic.replication.factor=1",
+        "share.coordinator.state.topic.min.isr=1",
+        "group.initial.rebalance.delay.ms=0",
+        "",
+    ])
+
+
+def _java(libs: Path, main: str, *args: str) -> list[str]:
+    return ["java", BROKER_HEAP, "-XX:+UseSerialGC", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp", f"{libs}/*", main, *args]
+
+
+def _wait_until_serving(port: int, proc: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
+    import logging
+
+    from confluent_kafka.admin import AdminClient
+
+    quiet = logging.getLogger("kafka_local.wait")  # "connection refused" until it listens
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "socket.timeout.ms": 2000,
+                         "logger": quiet})
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the Kafka broker exited with code {proc.returncode}; "
+                               f"its log {log}:\n{log.read_text()[-3000:]}")
+        try:
+            admin.list_topics(timeout=2)
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the Kafka broker on 127.0.0.1:{port} did not answer in {timeout} s; "
+                                   f"see {log}")
+            time.sleep(0.2)
+
+
+def start_broker(port: int, run_dir: Path) -> subprocess.Popen:
+    """Format ``run_dir`` (first time only) and start a broker on ``port``; return
+    once it answers metadata requests. The process runs in its own session so a
+    terminal's Ctrl-C does not reach it."""
+    libs = fetch_broker()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    data = run_dir / "data"
+    props = run_dir / "server.properties"
+    props.write_text(server_properties(port, free_port(), data))
+    log = run_dir / "broker.log"
+    if not (data / "meta.properties").exists():
+        cluster_id = uuid.uuid4().hex[:22]  # KRaft wants 22 characters (a base64 UUID's length)
+        done = subprocess.run(_java(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id,
+                                    "-c", str(props)), capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"formatting {data} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(_java(libs, "kafka.Kafka", str(props)), stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_until_serving(port, proc, log)
+    except BaseException:
+        stop_process(proc.pid)
+        raise
+    (run_dir / "broker.pid").write_text(str(proc.pid))
+    return proc
+
+
+def stop_process(pid: int, timeout: float = 30.0) -> None:
+    """SIGTERM (a clean broker shutdown), then SIGKILL after ``timeout`` seconds."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            finished, _ = os.waitpid(pid, os.WNOHANG)
+            if finished:
+                return
+        except ChildProcessError:  # not our child: poll for its existence
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@contextmanager
+def running_broker(port: Optional[int] = None) -> Iterator[str]:
+    """A broker on a free loopback port with its data in a temporary directory; yield
+    ``host:port`` and stop it (and delete its data) afterwards."""
+    port = port or free_port()
+    with tempfile.TemporaryDirectory(prefix="streamlib-kafka-") as run_dir:
+        proc = start_broker(port, Path(run_dir))
+        try:
+            yield f"127.0.0.1:{port}"
+        finally:
+            stop_process(proc.pid)
+
+
+def run_dir_for(port: int) -> Path:
+    return jvm.kafka_libs_dir().parent / f"run-{port}"
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("fetch", help="fetch the broker's and Spark's Kafka source's jars")
+    for name in ("up", "down"):
+        sub.add_parser(name).add_argument("--port", type=int, default=9092)
+    args = parser.parse_args(argv)
+    if args.command == "fetch":
+        fetch_broker()
+        fetch_spark_kafka()
+        return 0
+    run_dir = run_dir_for(args.port)
+    pid_file = run_dir / "broker.pid"
+    if args.command == "down":
+        if pid_file.exists():
+            stop_process(int(pid_file.read_text()))
+            pid_file.unlink()
+            print(f"stopped the Kafka broker on 127.0.0.1:{args.port}")
+        return 0
+    if pid_file.exists():
+        try:
+            os.kill(int(pid_file.read_text()), 0)
+            print(f"a Kafka broker already runs on 127.0.0.1:{args.port}")
+            return 0
+        except ProcessLookupError:
+            pid_file.unlink()
+    start_broker(args.port, run_dir)
+    print(f"Apache Kafka {jvm.versions()['KAFKA_VERSION']} on 127.0.0.1:{args.port} "
+          f"(data and log in {run_dir}); stop it with `make kafka-down`")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
