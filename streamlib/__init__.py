@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from .config import StreamsConfig
-from .dsl import (BranchedKStream, Consumed, Grouped, Joined, KGroupedStream, KGroupedTable, KStream,
+from .dsl import (BranchedKStream, Consumed, GlobalKTable, Grouped, Joined, KGroupedStream, KGroupedTable, KStream,
                   KTable, Materialized, Produced, Repartitioned, StreamsBuilder, Suppressed)
 from .serdes import Serde, Serdes
 from .testing import TestRecord, TopologyTestDriver
@@ -25,7 +25,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["StreamsBuilder", "Topology", "TopologyError", "Streams", "StreamsConfig", "KStream",
-           "KTable", "KGroupedStream", "KGroupedTable", "BranchedKStream", "Serde", "Serdes",
+           "KTable", "GlobalKTable", "KGroupedStream", "KGroupedTable", "BranchedKStream", "Serde", "Serdes",
            "Consumed", "Produced", "Grouped", "Materialized", "Joined", "Suppressed", "Repartitioned",
            "TopologyTestDriver", "TestRecord", "Window", "Windowed", "TimeWindows", "SlidingWindows",
            "SessionWindows", "JoinWindows", "EmitStrategy"]

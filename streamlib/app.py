@@ -197,6 +197,12 @@ class Streams:
             except TopicNotFound:
                 raise TopologyError(f"source topic {topic!r} does not exist; create it first "
                                     f"(python -m streamlib topics create {topic})") from None
+        for topic in self.topology.global_stores().values():   # read by the tasks themselves
+            try:
+                backend.num_partitions(topic)
+            except TopicNotFound:
+                raise TopologyError(f"global table topic {topic!r} does not exist; create it first "
+                                    f"(python -m streamlib topics create {topic})") from None
         self.topology.check_copartitioned(counts)
         partitions = max(counts.values(), default=1)
         outputs = list(self.topology.sink_topics())

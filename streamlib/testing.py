@@ -17,6 +17,7 @@ from .processors.stores.kinds import queryable_kind
 from .runtime.task import Task
 from .serdes import Serde
 from .state import open_task_stores
+from .state.global_replica import open_global_replicas
 from .time import Duration, to_millis
 from .topology import Topology, TopologyError
 
@@ -145,12 +146,21 @@ class TopologyTestDriver:
                 self._stores[task.task_id] = open_task_stores(
                     self.config.task_state_dir(task.task_id), task.store_specs(), backend=None,
                     partition=0, num_partitions=1, producer_prefix=self.config.application_id)
+        # One replica per global table, shared by the tasks: piping into a global topic
+        # updates it at once (Kafka's driver updates global stores synchronously too).
+        self._globals = open_global_replicas(self.config.task_state_dir("global"),
+                                             topology.global_stores())
+        self._global_topics = {topic: name for name, topic in topology.global_stores().items()}
+        for task in self._tasks:
+            task.global_stores = {name: self._globals[name].kv
+                                  for name in topology.global_stores_of(task.sub)}
         self._internal = {t for sub in topology.subtopologies for t in sub.repartition_inputs}
         self._read_topics = {t for sub in topology.subtopologies for t in sub.input_topics}
+        self._read_topics |= set(self._global_topics)
 
     # -- topics --------------------------------------------------------------------------
     def create_input_topic(self, name: str, key_serde: Serde, value_serde: Serde) -> TestInputTopic:
-        if not self.topology.subtopology_for_input(name):
+        if not self.topology.subtopology_for_input(name) and name not in self._global_topics:
             raise TopologyError(f"the topology does not read topic {name!r}; it reads "
                                 f"{self.topology.source_topics()}")
         return TestInputTopic(self, name, key_serde, value_serde)
@@ -170,6 +180,8 @@ class TopologyTestDriver:
         of the record that produced it."""
         offset = self._offsets[topic]
         self._offsets[topic] += 1
+        if topic in self._global_topics:
+            self._globals[self._global_topics[topic]].apply([(key, value, ts)])
         for task in self._tasks:
             if topic not in task.sources:
                 continue
@@ -196,6 +208,8 @@ class TopologyTestDriver:
         if kind is not None and d.kind != kind:
             raise TypeError(f"store {name!r} is a {_KIND_NAMES.get(d.kind, d.kind)} store, "
                             f"not a {_KIND_NAMES[kind]} store")
+        if d.global_topic:
+            return query_view(d, self._globals[name].kv, self.config)
         task = next(t for t in self._tasks if name in t.sub.stores)
         return query_view(d, self._stores[task.task_id][name], self.config)
 
@@ -236,6 +250,9 @@ class TopologyTestDriver:
         for stores in self._stores.values():
             stores.close()
         self._stores.clear()
+        for replica in self._globals.values():
+            replica.close()
+        self._globals.clear()
         shutil.rmtree(self._state_dir, ignore_errors=True)
 
     def __enter__(self) -> "TopologyTestDriver":

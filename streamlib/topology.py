@@ -18,6 +18,9 @@ SINK_KINDS = ("sink", "repartition")
 DERIVED_TABLE_KINDS = ("table_filter", "table_map_values", "table_join", "table_join_merge")
 #: Children of a table that use only the new value of a change.
 NEW_VALUE_ONLY_KINDS = ("to_stream", "stream_table_join_update")
+#: Nodes of a global table: shown by ``describe()``, run by no task (every task keeps a
+#: replica of the global store instead, see :mod:`streamlib.state.global_replica`).
+GLOBAL_KINDS = ("global_source", "global_table_source")
 
 
 class TopologyError(ValueError):
@@ -58,6 +61,11 @@ class StoreDef:
     caching: bool = True
     window_size_ms: int = 0
     retention_ms: int = 0
+    #: window stores only: keep every record put, several per key and time (Kafka's
+    #: ``retainDuplicates``, the stores of a stream–stream join)
+    retain_duplicates: bool = False
+    #: global tables only: the topic every task's replica of the store is read from
+    global_topic: Optional[str] = None
 
 
 @dataclass
@@ -111,6 +119,15 @@ class Topology:
             if node.kind == "source" and not node.params.get("internal"):
                 topics.extend(t for t in node.params["topics"] if t not in topics)
         return topics
+
+    def global_stores(self) -> dict[str, str]:
+        """Global tables' stores and their topics (store name -> topic)."""
+        return {name: d.global_topic for name, d in self.stores.items() if d.global_topic}
+
+    def global_stores_of(self, sub: SubTopology) -> dict[str, str]:
+        """The global stores the nodes of ``sub`` look up (store name -> topic)."""
+        used = {self.nodes[name].params.get("global_store") for name in sub.nodes}
+        return {name: topic for name, topic in self.global_stores().items() if name in used}
 
     def sink_topics(self) -> list[str]:
         return sorted({n.params["topic"] for n in self.nodes.values() if n.kind == "sink"})
@@ -167,7 +184,19 @@ class Topology:
             for store in sub.stores:
                 if self.stores[store].logging:
                     lines.append(f"    Changelog: {app}-{store}-changelog (store: {store})")
+        for index, (source, table) in enumerate(self._global_pairs(), start=len(self.subtopologies)):
+            topics = ", ".join(self.nodes[source].params["topics"])
+            lines.append(f"   Sub-topology: {index} for global store (will not generate tasks)")
+            lines.append(f"    Source: {source} (topics: [{topics}])")
+            lines.append(f"      --> {table}")
+            lines.append(f"    Processor: {table} (stores: [{', '.join(self.nodes[table].stores)}])")
+            lines.append("      --> none")
+            lines.append(f"      <-- {source}")
         return "\n".join(lines) + "\n"
+
+    def _global_pairs(self) -> list[tuple[str, str]]:
+        return [(node.parents[0], node.name) for node in self.nodes.values()
+                if node.kind == "global_table_source"]
 
     def __str__(self) -> str:
         return self.describe()
@@ -176,10 +205,16 @@ class Topology:
     def check_copartitioned(self, partitions: Mapping[str, int]) -> None:
         """Raise unless every stateful sub-topology reads source topics with one partition
         count: task ``i`` reads partition ``i`` of each, so a key must land on the same
-        partition number in all of them (Kafka Streams' co-partitioning rule).
+        partition number in all of them (Kafka Streams' co-partitioning rule). Inputs
+        whose key changed are repartitioned to the common count; only a repartition
+        with a fixed ``num_partitions`` takes part in the check.
         ``partitions`` maps each source topic to its partition count."""
         for sub in self.subtopologies:
             counts = {topic: partitions[topic] for topic in sub.source_topics}
+            for name in sub.nodes:   # a repartition given a fixed count cannot adapt either
+                node = self.nodes[name]
+                if node.kind == "source" and node.params.get("internal") and node.params.get("num_partitions"):
+                    counts[node.params["topics"][0]] = node.params["num_partitions"]
             if not sub.stateful or len(set(counts.values())) <= 1:
                 continue
             node = next(name for name in sub.nodes if self.nodes[name].stores)
@@ -202,7 +237,9 @@ class Topology:
 
 
 def _split(nodes: dict[str, Node], stores: dict[str, StoreDef]) -> list[SubTopology]:
-    """Connected components over parent edges and shared stores; repartitions cut."""
+    """Connected components over parent edges and shared stores; repartitions cut.
+    Global tables' nodes belong to no sub-topology."""
+    nodes = {name: node for name, node in nodes.items() if node.kind not in GLOBAL_KINDS}
     parent_of: dict[str, str] = {name: name for name in nodes}
 
     def find(x: str) -> str:

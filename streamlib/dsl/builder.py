@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Union
 
 from ..topology import Topology, TopologyError
+from .global_table import GlobalKTable, add_global_table
 from .graph import GraphBuilder
 from .kstream import KStream
 from .ktable import KTable, materialize
@@ -48,6 +49,25 @@ class StreamsBuilder:
         node = self._graph.add("KTABLE-SOURCE", "table_source", [source], stores=(store,), store=store)
         return KTable(self._graph, node, key_serde, value_serde, store, queryable=bool(
             materialized and materialized.store_name))
+
+    def global_table(self, topic: str, consumed: Optional[Consumed] = None,
+                     materialized: Optional[Materialized] = None) -> GlobalKTable:
+        """A table of ``topic`` replicated in full to every task (Kafka Streams'
+        ``globalTable``): streams join it on any key, without repartitioning.
+
+        Examples
+        --------
+        >>> from streamlib import StreamsBuilder
+        >>> builder = StreamsBuilder()
+        >>> products = builder.global_table("products")
+        >>> (builder.stream("orders")
+        ...  .join(products, lambda order_id, order: order, lambda order, product: f"{order}:{product}")
+        ...  .to("enriched"))
+        """
+        if topic in self._topics_read:
+            raise TopologyError(f"topic {topic!r} is already read by another source of this builder")
+        self._topics_read.add(topic)
+        return add_global_table(self._graph, topic, consumed, materialized)
 
     def build(self) -> Topology:
         """Freeze the graph into a :class:`Topology` (checks it, splits sub-topologies)."""

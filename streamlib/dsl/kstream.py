@@ -162,7 +162,8 @@ class KStream:
                       queryable=bool(materialized and materialized.store_name))
 
     # -- joins -------------------------------------------------------------------------
-    def join(self, other: Any, joiner: Callable[[Any, Any], Any], joined: Optional[Joined] = None) -> "KStream":
+    def join(self, other: Any, joiner: Callable[[Any, Any], Any], joined: Optional[Joined] = None,
+             stream_joined: Optional[Joined] = None) -> "KStream":
         """Join each record with ``other``'s row for its key (a ``KTable``): Kafka Streams'
         classic stream–table join. Only stream records trigger; each meets the table as
         it is when the record is processed; records without a row emit nothing. The
@@ -175,14 +176,38 @@ class KStream:
         >>> builder = StreamsBuilder()
         >>> customers = builder.table("customers")
         >>> builder.stream("orders").join(customers, lambda o, c: f"{o} for {c}").to("enriched")
+
+        ``other`` may also be a ``KStream`` (``join(stream, joiner, JoinWindows...)``, a
+        windowed stream–stream join) or a ``GlobalKTable`` (``join(global_table,
+        key_selector, joiner)``). ``stream_joined`` gives a stream–stream join's serdes
+        (Kafka's ``StreamJoined``: key, this value, other value).
         """
+        if not _is_table(other):
+            return _other_join(self, other, joiner, joined, "join", stream_joined)
         return self._table_join(other, joiner, joined, left=False)
 
     def left_join(self, other: Any, joiner: Callable[[Any, Any], Any],
-                  joined: Optional[Joined] = None) -> "KStream":
+                  joined: Optional[Joined] = None, stream_joined: Optional[Joined] = None) -> "KStream":
         """Like :meth:`join`, but a record without a row (or with a ``None`` key) yields
-        ``joiner(value, None)``."""
+        ``joiner(value, None)``. Also for streams and global tables, as :meth:`join`."""
+        if not _is_table(other):
+            return _other_join(self, other, joiner, joined, "left_join", stream_joined)
         return self._table_join(other, joiner, joined, left=True)
+
+    def outer_join(self, other: "KStream", joiner: Callable[[Any, Any], Any], windows: Any,
+                   stream_joined: Optional[Joined] = None) -> "KStream":
+        """Windowed outer join with another stream: ``joiner(v, None)`` /
+        ``joiner(None, v)`` for records that found no partner once their window closed.
+
+        Examples
+        --------
+        >>> from streamlib import JoinWindows, StreamsBuilder
+        >>> builder = StreamsBuilder()
+        >>> clicks, views = builder.stream("clicks"), builder.stream("views")
+        >>> clicks.outer_join(views, lambda c, v: f"{c}/{v}",
+        ...                   JoinWindows.of_time_difference(5_000)).to("out")
+        """
+        return _other_join(self, other, joiner, windows, "outer_join", stream_joined)
 
     def _table_join(self, table: Any, joiner: Callable[[Any, Any], Any], joined: Optional[Joined],
                     left: bool) -> "KStream":
@@ -236,6 +261,25 @@ class KStream:
 
     def __repr__(self) -> str:
         return f"KStream({self._node})"
+
+
+def _is_table(other: Any) -> bool:
+    from .ktable import KTable
+    return isinstance(other, KTable)
+
+
+def _other_join(stream: KStream, other: Any, second: Any, third: Any, how: str,
+                joined: Optional[Joined] = None) -> KStream:
+    """A join of a stream with a stream (``second`` the joiner, ``third`` the windows) or
+    with a global table (``second`` the key selector, ``third`` the joiner)."""
+    from .stream_joins import stream_stream_join
+    if isinstance(other, KStream):
+        return stream_stream_join(stream, other, second, third, how, joined)
+    from .global_table import GlobalKTable, global_table_join
+    if isinstance(other, GlobalKTable) and how != "outer_join":
+        return global_table_join(stream, other, second, third, how == "left_join")
+    raise TopologyError(f"{how}(): cannot join a stream with {other!r}; the other side is a "
+                        "KStream (with JoinWindows), a KTable or a GlobalKTable (not for outer_join)")
 
 
 class BranchedKStream:

@@ -160,7 +160,8 @@ class KTable:
 
     # -- joins -------------------------------------------------------------------------
     def join(self, other: "KTable", joiner: Callable[[Any, Any], Any],
-             materialized: Optional[Materialized] = None, name: Optional[str] = None) -> "KTable":
+             materialized: Optional[Materialized] = None, name: Optional[str] = None,
+             foreign_key_extractor: Optional[Callable[[Any], Any]] = None) -> "KTable":
         """Inner join with ``other`` on the key: a row for every key both tables have,
         ``joiner(this_value, other_value)``, updated whenever either side changes; a key
         that loses its match is deleted (Kafka Streams' ``KTable#join``). The result's
@@ -174,12 +175,29 @@ class KTable:
         >>> users, regions = builder.table("users"), builder.table("regions")
         >>> users.join(regions, lambda u, r: f"{u}@{r}",
         ...            materialized=Materialized.as_("user-regions")).to_stream().to("out")
+
+        With ``foreign_key_extractor``, a foreign-key join (Kafka's KIP-213): each row
+        joins ``other``'s row whose key is ``foreign_key_extractor(value)``; the result
+        is keyed like this table and follows changes of the foreign key and deletes on
+        either side.
+
+        >>> orders, customers = builder.table("orders"), builder.table("customers")
+        >>> orders.join(customers, lambda o, c: f"{o}/{c}",
+        ...             foreign_key_extractor=lambda o: o.split(":")[0]).to_stream().to("out2")
         """
+        if foreign_key_extractor is not None:
+            from .fk_join import foreign_key_join
+            return foreign_key_join(self, other, joiner, foreign_key_extractor, False, materialized, name)
         return self._join(other, joiner, "inner", materialized, name)
 
     def left_join(self, other: "KTable", joiner: Callable[[Any, Any], Any],
-                  materialized: Optional[Materialized] = None, name: Optional[str] = None) -> "KTable":
-        """Left join: every row of this table, ``joiner(value, other_value_or_None)``."""
+                  materialized: Optional[Materialized] = None, name: Optional[str] = None,
+                  foreign_key_extractor: Optional[Callable[[Any], Any]] = None) -> "KTable":
+        """Left join: every row of this table, ``joiner(value, other_value_or_None)``
+        (with ``foreign_key_extractor``: a foreign-key left join, see :meth:`join`)."""
+        if foreign_key_extractor is not None:
+            from .fk_join import foreign_key_join
+            return foreign_key_join(self, other, joiner, foreign_key_extractor, True, materialized, name)
         return self._join(other, joiner, "left", materialized, name)
 
     def outer_join(self, other: "KTable", joiner: Callable[[Any, Any], Any],

@@ -5,6 +5,9 @@ from __future__ import annotations
 from ..topology import SubTopology, Topology, TopologyError
 from .aggregate import StreamAggregateProcessor, TableAggregateProcessor
 from .base import Processor, ProcessorContext, ProcessingError
+from .fk_joins import (ForeignChangeProcessor, ForeignKeyLeftSendProcessor, LeftReplicaProcessor,
+                       ResponseJoinProcessor, SubscribeProcessor, SubscriptionJoinProcessor)
+from .global_joins import GlobalTableJoinProcessor
 from .io import DeserializationFailure, SinkProcessor, SourceProcessor
 from .joins import StreamTableJoinProcessor
 from .record import Change, Record
@@ -14,6 +17,7 @@ from .stateless import (BranchProcessor, FilterProcessor, FlatMapProcessor, Flat
                         MapProcessor, MapValuesProcessor, PassThroughProcessor, PeekProcessor,
                         SelectKeyProcessor, ToStreamProcessor)
 from .stores import TimestampedKeyValueStore
+from .stream_joins import JoinWindowProcessor, OuterStreamJoinProcessor, StreamJoinProcessor
 from .suppress import SuppressProcessor
 from .table_joins import TableJoinMergeProcessor, TableJoinProcessor
 from .tables import (TableFilterProcessor, TableMapValuesProcessor, TableSelectProcessor,
@@ -57,6 +61,16 @@ PROCESSORS: dict[str, type[Processor]] = {
     "stream_table_join_update": VersionedTableUpdateProcessor,
     "table_join": TableJoinProcessor,
     "table_join_merge": TableJoinMergeProcessor,
+    "join_window": JoinWindowProcessor,
+    "stream_join": StreamJoinProcessor,
+    "stream_outer_join": OuterStreamJoinProcessor,
+    "global_join": GlobalTableJoinProcessor,
+    "fk_left_send": ForeignKeyLeftSendProcessor,
+    "fk_subscribe": SubscribeProcessor,
+    "fk_subscription_join": SubscriptionJoinProcessor,
+    "fk_foreign_change": ForeignChangeProcessor,
+    "fk_left_replica": LeftReplicaProcessor,
+    "fk_response_join": ResponseJoinProcessor,
 }
 
 

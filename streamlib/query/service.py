@@ -18,6 +18,7 @@ from streamlib.runtime.batches import data_pass
 from streamlib.query import frozen
 from streamlib.query.reads import ReplicaReads
 from streamlib.query.replica import StoreReplicas, merge_offsets
+from streamlib.state.global_replica import GLOBAL_DIR
 from streamlib.state.partitioned import PartitionedReadOnlyStore
 from streamlib.state.reads import KeyValueReads
 from streamlib.topology import StoreDef, Topology
@@ -140,8 +141,11 @@ class Queries:
         return self._secondary[name]
 
     def _task_copies(self, name: str) -> list[str]:
+        root = self.config.application_state_dir
+        if self.topology.stores[name].global_topic:   # every task's replica is complete: one
+            return sorted(glob.glob(os.path.join(root, "*", GLOBAL_DIR, name)))[:1]
         sub = next(s for s in self.topology.subtopologies if name in s.stores)
-        return sorted(glob.glob(os.path.join(self.config.application_state_dir, f"{sub.id}_*", name)))
+        return sorted(glob.glob(os.path.join(root, f"{sub.id}_*", name)))
 
     # -- tables ---------------------------------------------------------------------------
     def table(self, name: str, register: Callable[[frozen.FrozenCopy], Any]) -> Any:

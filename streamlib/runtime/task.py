@@ -41,6 +41,9 @@ class Task:
             for topic in proc.node.params["topics"]}
         self._stores: Any = None
         self._views: list[TypedStore] = []
+        #: replicas of the global tables this task joins (store name -> byte store),
+        #: set by the runtime, which keeps them current
+        self.global_stores: dict[str, Any] = {}
         #: (topic, source, child) when the child takes the source's rows as one table
         self._batch_child: Optional[tuple] = None
 
@@ -75,6 +78,8 @@ class Task:
                 self.context.stores[name] = view
                 self._views.append(view)
             context.task_state = stores.meta_items()
+        for name, replica in self.global_stores.items():   # read only: never written back
+            context.stores[name] = typed_store(self.topology.stores[name], replica, self.config)
         context.stream_time = context.get_long(_STREAM_TIME)
         for proc in self.processors.values():
             proc.init()

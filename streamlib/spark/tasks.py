@@ -21,6 +21,7 @@ from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, split_by_partition
 from streamlib.spark.sink import QUERY_ID_PROPERTY
 from streamlib.spark.source import BackendSpec
 from streamlib.state import open_task_stores
+from streamlib.state.global_replica import open_global_replicas
 from streamlib.time import now_millis
 from streamlib.topology import Topology
 
@@ -89,19 +90,23 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
     backend = plan.backend.open()
     sub = plan.topology.subtopologies[plan.sub_id]
     task = Task(plan.topology, sub, partition, plan.config, backend.num_partitions)
+    # every batch, before processing: this task's replicas of the global tables catch up
+    replicas = open_global_replicas(plan.config.task_state_dir(task.task_id),
+                                    plan.topology.global_stores_of(sub), backend)
+    task.global_stores = {name: replica.kv for name, replica in replicas.items()}
     # exactly_once on Kafka: the whole task batch is one transaction (KafkaBackend.begin_task).
     transactional = getattr(backend, "exactly_once", False) and hasattr(backend, "begin_task")
     if transactional:
         app = plan.config.application_id
         backend.begin_task(f"{app}-{task.task_id}", batch_id, f"{app}-streamlib-batches")
     stores = None
-    if task.stateful:
-        stores = open_task_stores(plan.config.task_state_dir(task.task_id), task.store_specs(),
-                                  backend=backend, partition=partition,
-                                  num_partitions=plan.num_partitions,
-                                  producer_prefix=plan.config.application_id,
-                                  meta_changelog_topic=plan.config.task_changelog_topic(sub.id))
     try:
+        if task.stateful:
+            stores = open_task_stores(plan.config.task_state_dir(task.task_id), task.store_specs(),
+                                      backend=backend, partition=partition,
+                                      num_partitions=plan.num_partitions,
+                                      producer_prefix=plan.config.application_id,
+                                      meta_changelog_topic=plan.config.task_changelog_topic(sub.id))
         task.begin(stores, batch_id, stream_time)
         task.process_table(rows)
         task.punctuate_wall_clock(now_millis())
@@ -124,6 +129,9 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
             metrics["restored_records"] = store_metrics["restored_records"]
             metrics["restore_seconds"] = store_metrics["restore_seconds"]
             metrics["changelog_offsets"] = stores.changelog_offsets()
+        if replicas:
+            metrics["restored_records"] = metrics.get("restored_records", 0) + sum(
+                r.metrics.restored_records for r in replicas.values())
         if transactional:
             backend.commit_task(batch_id)
             transactional = False
@@ -132,6 +140,8 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
             backend.abort_task()
         if stores is not None:
             stores.close()
+        for replica in replicas.values():
+            replica.close()
     return output.filter(internal), metrics
 
 

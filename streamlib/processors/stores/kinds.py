@@ -13,6 +13,8 @@ from ...state.kv import KeyValueStore
 from ...state.reads import KeyValueReads
 from ...topology import StoreDef
 from .buffer import TimeOrderedBuffer
+from .duplicates import DuplicatesWindowStore, DuplicatesWindowStoreView, OuterJoinBuffer
+from .raw import RawStore
 from .keyvalue import KeyValueStoreView, TimestampedKeyValueStore
 from .session import SessionStore, SessionStoreView
 from .stream_buffer import StreamBuffer
@@ -27,6 +29,17 @@ def _not_queryable(d: StoreDef, *_: Any) -> Any:
     raise ValueError(f"store {d.name!r} is an internal {d.kind} store; it cannot be queried")
 
 
+def _window_store(d: StoreDef, s: Any, k: Serde, v: Serde) -> Any:
+    """A window store; with ``retain_duplicates`` one that keeps every record (joins)."""
+    cls = DuplicatesWindowStore if d.retain_duplicates else TimestampedWindowStore
+    return cls(d.name, s, k, v, d.window_size_ms)
+
+
+def _window_view(d: StoreDef, s: Any, k: Serde, v: Serde) -> Any:
+    cls = DuplicatesWindowStoreView if d.retain_duplicates else WindowStoreView
+    return cls(d.name, s, k, v, d.window_size_ms)
+
+
 class StoreKind(NamedTuple):
     typed: Build
     view: Build
@@ -35,8 +48,7 @@ class StoreKind(NamedTuple):
 STORE_KINDS: dict[str, StoreKind] = {
     "kv": StoreKind(lambda d, s, k, v: TimestampedKeyValueStore(d.name, s, k, v),
                     lambda d, s, k, v: KeyValueStoreView(d.name, s, k, v)),
-    "window": StoreKind(lambda d, s, k, v: TimestampedWindowStore(d.name, s, k, v, d.window_size_ms),
-                        lambda d, s, k, v: WindowStoreView(d.name, s, k, v, d.window_size_ms)),
+    "window": StoreKind(_window_store, _window_view),
     "session": StoreKind(lambda d, s, k, v: SessionStore(d.name, s, k, v),
                          lambda d, s, k, v: SessionStoreView(d.name, s, k, v)),
     "buffer": StoreKind(lambda d, s, k, v: TimeOrderedBuffer(d.name, s), _not_queryable),
@@ -45,6 +57,8 @@ STORE_KINDS: dict[str, StoreKind] = {
     "versioned": StoreKind(lambda d, s, k, v: VersionedKeyValueStore(d.name, s, k, v, d.retention_ms),
                            _not_queryable),
     "stream_buffer": StoreKind(lambda d, s, k, v: StreamBuffer(d.name, s, k, v), _not_queryable),
+    "join_outer": StoreKind(lambda d, s, k, v: OuterJoinBuffer(d.name, s), _not_queryable),
+    "raw": StoreKind(lambda d, s, k, v: RawStore(d.name, s), _not_queryable),
 }
 
 

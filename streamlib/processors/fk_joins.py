@@ -1,0 +1,234 @@
+"""Foreign-key table–table joins (Kafka Streams' KIP-213 ``KTable#join(other, fk, joiner)``).
+
+Three sub-topologies, as in Kafka, but acyclic (a Spark micro-batch is a DAG of stages):
+
+1. On the left table (keyed by ``k``): ``fk_left_send`` sends every change's new value,
+   keyed by ``k``, to the *left-values* repartition; ``fk_subscribe`` sends subscription
+   instructions keyed by the foreign key ``fk`` (Kafka's ``SubscriptionSendProcessor``:
+   the same instructions and the hash of the new left value).
+2. With the right table (keyed by ``fk``): ``fk_subscription_join`` keeps the subscriptions
+   ``(fk, k) -> hash`` and answers each with the right row (Kafka's
+   ``SubscriptionJoinProcessor``); ``fk_foreign_change`` answers every subscriber of a
+   changed right row (Kafka's ``ForeignTableJoinProcessor``). Responses are keyed by ``k``.
+3. Keyed by ``k`` again: ``fk_left_replica`` keeps the left values, ``fk_response_join``
+   drops a response whose hash is not the current left value's (stale: the left row
+   changed since) and otherwise emits ``joiner(left, right)`` or a tombstone (Kafka's
+   ``ResponseJoinProcessor``) into the result table.
+
+Kafka sends responses back to the left table's own sub-topology; here the left values
+travel forward to a replica beside the responses instead, which the same check reads.
+At equal timestamps the left values are processed first (their topic sorts first), so
+a response never overtakes the left change it answers.
+"""
+from __future__ import annotations
+
+import hashlib
+import struct
+from typing import Any, Optional
+
+from .base import Processor
+from .record import Change, Record
+
+DELETE_KEY_AND_PROPAGATE = 0
+DELETE_KEY_NO_PROPAGATE = 1
+PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE = 2
+PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE = 3
+_LEN = struct.Struct(">I")
+_HASH_SIZE = 16
+
+
+def value_hash(raw: Optional[bytes]) -> bytes:
+    """The hash of a serialized left value (empty for none), as Kafka's murmur3 hash."""
+    return b"" if raw is None else hashlib.blake2b(raw, digest_size=_HASH_SIZE).digest()
+
+
+def _pack(*parts: bytes) -> bytes:
+    return b"".join(_LEN.pack(len(p)) + p for p in parts)
+
+
+def _unpack(data: bytes) -> list[bytes]:
+    parts, i = [], 0
+    while i < len(data):
+        n = _LEN.unpack_from(data, i)[0]
+        parts.append(bytes(data[i + 4:i + 4 + n]))
+        i += 4 + n
+    return parts
+
+
+class _FkProcessor(Processor):
+    """Resolves the join's serdes (None: the application's defaults)."""
+
+    def init(self) -> None:
+        params, config = self.node.params, self.context.config
+        self.key_serde = params.get("key_serde") or config.default_key_serde
+        self.value_serde = params.get("value_serde") or config.default_value_serde
+        self.fk_serde = params.get("fk_serde") or config.default_key_serde
+        self.left = params["left"]
+
+
+class ForeignKeyLeftSendProcessor(Processor):
+    """Forward each left change's new value (None: deleted), keyed by the left key."""
+
+    def process(self, record: Record) -> None:
+        if record.key is not None:
+            self.forward(record.with_value(record.value.new))
+
+
+class SubscribeProcessor(_FkProcessor):
+    """Kafka's ``SubscriptionSendProcessor``: instructions keyed by the foreign key; the
+    value is ``(instruction, hash of the new left value, left key bytes)``."""
+
+    def init(self) -> None:
+        super().init()
+        self.extractor = self.node.params["foreign_key_extractor"]
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            self.context.count("dropped_records")
+            return
+        change: Change = record.value
+        new, old = change.new, change.old
+        digest = value_hash(None if new is None else self.value_serde.serialize(new))
+        kb = self.key_serde.serialize(record.key)
+
+        def send(fk: Any, instruction: int) -> None:
+            self.forward(record.with_(fk, _pack(bytes([instruction]), digest, kb)))
+
+        fk_bytes = self.fk_serde.serialize
+        if self.left:
+            if old is not None:
+                old_fk = self.extractor(old)
+                new_fk = None if new is None else self.extractor(new)
+                if old_fk is not None and fk_bytes(new_fk) != fk_bytes(old_fk):
+                    send(old_fk, DELETE_KEY_AND_PROPAGATE)
+                send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+            elif new is not None:
+                send(self.extractor(new), PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+            return
+        if old is not None:
+            old_fk = self.extractor(old)
+            if old_fk is None:
+                self.context.count("dropped_records")
+                return
+            if new is None:
+                send(old_fk, DELETE_KEY_AND_PROPAGATE)
+                return
+            new_fk = self.extractor(new)
+            if new_fk is None:
+                self.context.count("dropped_records")
+                return
+            if fk_bytes(new_fk) != fk_bytes(old_fk):
+                send(old_fk, DELETE_KEY_NO_PROPAGATE)
+            send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+        elif new is not None:
+            new_fk = self.extractor(new)
+            if new_fk is None:
+                self.context.count("dropped_records")
+            else:
+                send(new_fk, PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+
+
+def _subscription_key(fkb: bytes, kb: bytes) -> bytes:
+    return _LEN.pack(len(fkb)) + fkb + kb
+
+
+def _response(digest: bytes, foreign: Optional[bytes]) -> bytes:
+    """Response value: hash, then the right value's bytes if there is a right row."""
+    return _pack(digest) + (b"" if foreign is None else _pack(foreign))
+
+
+class SubscriptionJoinProcessor(_FkProcessor):
+    """Kafka's ``SubscriptionReceiveProcessor`` + ``SubscriptionJoinProcessor``: record the
+    subscription, answer it with the right row according to its instruction."""
+
+    def init(self) -> None:
+        super().init()
+        self.subscriptions = self.context.store(self.node.params["subscriptions"]).store
+        self.right = self.context.store(self.node.params["store"])
+        self.right_serde = self.node.params.get("right_value_serde") or self.context.config.default_value_serde
+
+    def process(self, record: Record) -> None:
+        raw_instruction, digest, kb = _unpack(record.value)
+        instruction = raw_instruction[0]
+        fk = record.key
+        if fk is None and instruction != PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
+            self.context.count("dropped_records")
+            return
+        if fk is not None:
+            sub_key = _subscription_key(self.fk_serde.serialize(fk), kb)
+            if instruction in (DELETE_KEY_AND_PROPAGATE, DELETE_KEY_NO_PROPAGATE):
+                self.subscriptions.put(sub_key, None)
+            else:
+                self.subscriptions.put(sub_key, digest, record.timestamp)
+        row = None if fk is None else self.right.get(fk)
+        timestamp = record.timestamp if row is None else max(record.timestamp, row[1])
+        if instruction == DELETE_KEY_AND_PROPAGATE:
+            foreign = None
+        elif instruction == PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
+            foreign = None if row is None else self.right_serde.serialize(row[0])
+        elif instruction == PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE and row is not None:
+            foreign = self.right_serde.serialize(row[0])
+        else:
+            return
+        self.forward(Record(kb, _response(digest, foreign), timestamp, record.headers))
+
+
+class ForeignChangeProcessor(_FkProcessor):
+    """Kafka's ``ForeignTableJoinProcessor``: a change of a right row answers every
+    subscription to its key, with the new right value (None: deleted)."""
+
+    def init(self) -> None:
+        super().init()
+        self.subscriptions = self.context.store(self.node.params["subscriptions"]).store
+        self.right_serde = self.node.params.get("right_value_serde") or self.context.config.default_value_serde
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            self.context.count("dropped_records")
+            return
+        new = record.value.new
+        foreign = None if new is None else self.right_serde.serialize(new)
+        prefix = _subscription_key(self.fk_serde.serialize(record.key), b"")
+        for sub_key, digest in list(self.subscriptions.prefix_scan(prefix)):
+            kb = bytes(sub_key[len(prefix):])
+            self.forward(Record(kb, _response(digest, foreign), record.timestamp, record.headers))
+
+
+class LeftReplicaProcessor(Processor):
+    """Keep the left table's current values beside the responses (emits nothing)."""
+
+    def init(self) -> None:
+        self.store = self.context.store(self.node.params["store"])
+
+    def process(self, record: Record) -> None:
+        if record.key is not None:
+            self.store.put(record.key, record.value, record.timestamp)
+
+
+class ResponseJoinProcessor(_FkProcessor):
+    """Kafka's ``ResponseJoinProcessor``: a response for the current left value yields
+    ``joiner(left, right)``; with no right row, a left join yields ``joiner(left, None)``
+    and an inner join a tombstone; a stale response (the left row changed) is dropped."""
+
+    def init(self) -> None:
+        super().init()
+        self.store = self.context.store(self.node.params["store"])
+        self.joiner = self.node.params["joiner"]
+        self.right_serde = self.node.params.get("right_value_serde") or self.context.config.default_value_serde
+
+    def process(self, record: Record) -> None:
+        parts = _unpack(record.value)
+        key = self.key_serde.deserialize(record.key)
+        current = self.store.get(key)
+        current_value = None if current is None else current[0]
+        raw = None if current_value is None else self.value_serde.serialize(current_value)
+        if value_hash(raw) != parts[0]:
+            self.context.count("dropped_records")
+            return
+        foreign = self.right_serde.deserialize(parts[1]) if len(parts) > 1 else None
+        if foreign is None and (not self.left or current_value is None):
+            result = None
+        else:
+            result = self.joiner(current_value, foreign)
+        self.forward(Record(key, result, record.timestamp, record.headers, record.topic,
+                            record.partition, record.offset))

@@ -1,0 +1,35 @@
+"""Stream–global-table join (Kafka Streams' ``KStreamGlobalKTableJoin``)."""
+from __future__ import annotations
+
+from .base import Processor
+from .record import Record
+
+
+class GlobalTableJoinProcessor(Processor):
+    """Each stream record looks ``key_selector(key, value)`` up in the task's replica of
+    the global table, as it is now; the result keeps the record's key and timestamp.
+
+    A record with a ``None`` value, or whose selected key is ``None``, is dropped and
+    counted in ``dropped_records``; a left join still joins a record without a key
+    (KIP-962) using the key its selector picks from the value."""
+
+    def init(self) -> None:
+        params = self.node.params
+        self.table = self.context.store(params["global_store"])
+        self.key_selector = params["key_selector"]
+        self.joiner = params["joiner"]
+        self.left = params["left"]
+
+    def process(self, record: Record) -> None:
+        key, value = record.key, record.value
+        if value is None:
+            self.context.count("dropped_records")
+            return
+        table_key = self.key_selector(key, value)
+        if table_key is None and not (self.left and key is None):
+            self.context.count("dropped_records")
+            return
+        row = None if table_key is None else self.table.get(table_key)
+        other = None if row is None else row[0]
+        if other is not None or self.left:
+            self.forward(record.with_value(self.joiner(value, other)))
