@@ -52,3 +52,14 @@ def test_a_changelog_deleted_under_a_copy_is_an_error_not_a_silent_reset(tmp_pat
                                                    "--application-id app"):
             stores.begin(3)
     assert TOPIC not in backend.list_topics()
+
+
+def test_a_corrupted_copy_of_the_task_metadata_store_starts_over_like_a_lost_one(tmp_path, backend):
+    # Found by the fault harness: the task's metadata store has no changelog.
+    expected = fill(tmp_path, backend)
+    meta = tmp_path / "state" / "app" / "0_0" / "__task_meta"
+    with open(meta / "CURRENT", "r+b") as f:
+        f.write(b"\x00garbage\x00" * 8)
+    with open_copy(tmp_path, backend) as stores:
+        stores.begin(3)
+        assert list(stores["counts"].all()) == expected

@@ -358,7 +358,10 @@ def merge_offsets(reports: Iterable[tuple[str, dict]]) -> Offsets:
     (``task_id`` ``"<sub>_<partition>"`` -> ``{"changelog_offsets": {store: offset}}``)."""
     offsets: Offsets = {}
     for task_id, metrics in reports:
+        logged = metrics.get("changelog_offsets")
+        if not logged:   # a stateless task, or the undecodable-rows task of a Column source
+            continue
         partition = int(task_id.rsplit("_", 1)[1])
-        for store, offset in (metrics.get("changelog_offsets") or {}).items():
+        for store, offset in logged.items():
             offsets.setdefault(store, {})[partition] = int(offset)
     return offsets

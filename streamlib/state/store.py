@@ -65,11 +65,12 @@ class TaskStore:
         except StoreLockTimeout:
             raise
         except Exception as exc:
-            if self.changelog is None:
-                raise
-            # The copy is only a cache of the changelog: a damaged one is rebuilt from it.
-            log.warning("store %s: the local copy at %s cannot be opened (%s); restoring it from "
-                        "changelog topic %s", self.name, self.path, exc, self.changelog.topic)
+            # The copy is local, rebuildable state (DESIGN.md): a damaged one is treated
+            # like a lost one, rebuilt from its changelog (a store without one, such as
+            # the task's local metadata, starts empty, as after a lost state directory).
+            source = f"changelog topic {self.changelog.topic}" if self.changelog else "nothing (no changelog)"
+            log.warning("store %s: the local copy at %s cannot be opened (%s); restoring it from %s",
+                        self.name, self.path, exc, source)
             _remove_tree(self.path)
             self.metrics.dropped_copies += 1
             db = RocksDB.open(self.path, self._lock_timeout)
