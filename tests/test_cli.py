@@ -151,6 +151,7 @@ def test_reset_deletes_internal_topics_checkpoint_and_state_so_the_next_run_star
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "deleted topic app-by-x-repartition", "deleted topic app-counts-changelog",
+        "deleted topic app-subtopology-1-task-changelog",
         f"deleted checkpoint {workspace.config().resolved_checkpoint_location()}",
         f"deleted local state {workspace.config().application_state_dir}"]
     assert set(workspace.backend.list_topics()) >= {"lines", "counts-out", "app-dlq", "other-app-counts-changelog"}
