@@ -141,7 +141,9 @@ def test_live_table_read_by_spark_tasks_sql_and_http_endpoint(spark, ws):
         # the view is live: a new batch shows in the next query of the same view
         append_round(ws, ["key000001"] * 5)
         wait_for(lambda: view.get("key000001") == 6, what="the new batch")
-        assert spark.sql("SELECT value FROM counts WHERE key = 'key000001'").first()[0] == 6
+        wait_for(lambda: spark.sql("SELECT value FROM counts WHERE key = 'key000001'").first()[0] == 6,
+                 what="the temporary view to follow")
+        assert df.where("key = 'key000001'").first()["value"] == 1   # a DataFrame keeps its batch
 
         base = f"http://127.0.0.1:{port}"
         assert _get(f"{base}/stores") == (200, [{"name": "counts", "kind": "kv"}])
