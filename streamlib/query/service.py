@@ -51,15 +51,11 @@ class Queries:
         The application.
     backend : callable
         Opens the application's topic backend (where the changelogs are).
-    running : callable
-        Whether the application's query is running now.
     """
 
-    def __init__(self, topology: Topology, config: StreamsConfig, backend: Callable[[], Any],
-                 running: Callable[[], bool]):
+    def __init__(self, topology: Topology, config: StreamsConfig, backend: Callable[[], Any]):
         self.topology = topology
         self.config = config
-        self._running = running
         self._following = False
         self._last_idle_sync = 0.0
         self._sync_lock = threading.Lock()
