@@ -246,7 +246,7 @@ class Streams:
             from .spark.source import BackendSpec
 
             backend = BackendSpec.from_options(self._source_options())
-            self._queries = Queries(self.topology, self.config, backend.open, lambda: self.is_running)
+            self._queries = Queries(self.topology, self.config, backend.open)
         return self._queries
 
     def store(self, name: str) -> Any:

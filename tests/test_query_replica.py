@@ -1,6 +1,8 @@
 """Query replicas without Spark: changelog records in, whole published versions out."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from streamlib.query.http import decode_key, prometheus_text
@@ -92,6 +94,22 @@ def test_a_scan_keeps_its_version_while_newer_batches_are_applied(setup):
     now = dict(reads.all())
     assert now[b"p0-00000"] == b"v3" and b"p2-00000" not in now and now[b"p2-new-3-1"] == b"n"
     assert reads.get_many([b"p1-00007", b"p1-00001"]) == [b"v3", b"v0"]
+
+
+def test_a_reset_application_starts_from_its_new_changelog(setup, tmp_path):
+    backend, logs, replicas = setup
+    _commit(logs, 0, {0: {b"a": b"1"}, 1: {b"b": b"1"}, 2: {b"c": b"1"}})
+    replicas.sync(before_batch=1)
+    reads = ReplicaReads(replicas, "s")
+    assert dict(reads.all()) == {b"a": b"1", b"b": b"1", b"c": b"1"}
+    backend.delete_topic(TOPIC)                          # python -m streamlib reset
+    shutil.rmtree(tmp_path / "state")
+    replicas.sync(before_batch=0)
+    assert dict(reads.all()) == {}
+    backend.create_topic(TOPIC, 3, {"cleanup.policy": "compact"})
+    _commit([Changelog(backend, TOPIC, p, 3, f"new/{p}") for p in range(3)], 0, {1: {b"x": b"9"}})
+    replicas.sync(before_batch=1)
+    assert dict(reads.all()) == {b"x": b"9"}
 
 
 def test_keys_from_urls_take_the_key_serdes_type():

@@ -1,7 +1,7 @@
 """Frozen copies of a store's replica for readers in other processes (Spark tasks).
 
 Spark tasks cannot see the driver's pinned versions, so a store someone made a table
-of gets, with every published version, RocksDB checkpoints of its partitions (hard
+of gets, for published versions, RocksDB checkpoints of its partitions (hard
 links, taken between two applies) under ``<replicas>/<store>/_versions/<batch>-<id>``.
 A DataFrame reads one such copy, so all its tasks read the same batch. A superseded
 copy is deleted :data:`KEEP_SECONDS` after a newer one replaced it.
@@ -16,8 +16,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Optional
 
-#: How long a superseded copy stays readable.
-KEEP_SECONDS = 60.0
+#: How long a superseded copy stays readable (a Spark query planned against it has this
+#: long to open it).
+KEEP_SECONDS = 300.0
+#: New copies at most this often while batches keep coming: each copy flushes the
+#: replica's memtable and pins the files it links, so a copy per batch would churn.
+MIN_INTERVAL_SECONDS = 2.0
 VERSIONS = "_versions"
 
 

@@ -33,6 +33,8 @@ log = logging.getLogger("streamlib.query")
 APPLIED_OFFSET = b"changelog_offset"
 #: Changelog records read per ``read_arrow`` call while catching up.
 READ_CHUNK = 50_000
+#: The following thread runs its idle hooks after this long without a batch.
+IDLE_SECONDS = 1.0
 #: Directory (under the application's state dir) holding the replicas.
 REPLICAS_DIR = "_replicas"
 
@@ -122,6 +124,8 @@ class StoreReplicas:
         #: written, just before it is published
         #: (one per name: several ``Streams`` objects may share these replicas)
         self.on_publish: dict[str, Callable[[Version], None]] = {}
+        #: called with the published version when no batch came for IDLE_SECONDS
+        self.on_idle: dict[str, Callable[[Optional[Version]], None]] = {}
 
     @classmethod
     def shared(cls, root: str, backend: Callable[[], TopicBackend],
@@ -199,10 +203,13 @@ class StoreReplicas:
     def _follow(self) -> None:
         while True:
             with self._wake:
-                while self._pending is None and self._running:
-                    self._wake.wait()
+                if self._pending is None and self._running:
+                    self._wake.wait(IDLE_SECONDS)
                 if self._pending is None:
-                    return
+                    if not self._running:
+                        return
+                    self.idle()
+                    continue
                 batch, targets = self._pending
                 self._pending = None
             try:
@@ -212,6 +219,16 @@ class StoreReplicas:
                 self.last_error = exc
                 log.exception("query replicas failed to apply batch %s", batch)
 
+    def idle(self) -> None:
+        """No batch is coming (for a while, or the application stopped): run the ``on_idle``
+        hooks (under the writer lock)."""
+        with self._mutex:
+            for hook in list(self.on_idle.values()):
+                try:
+                    hook(self._published)
+                except Exception:
+                    log.exception("query replicas: idle hook failed")
+
     def _apply(self, targets: Offsets, before_batch: Optional[int], batch: int) -> None:
         """Bring every partition to ``targets`` and publish the result as ``batch``."""
         backend = self._backend()
@@ -220,23 +237,13 @@ class StoreReplicas:
         deltas: dict[Part, tuple[dict[bytes, Optional[bytes]], int]] = {}
         applied: Offsets = {}
         for store, parts in targets.items():
-            parts = self._all_partitions(backend, store, parts)
-            applied[store] = {}
-            for partition, end in sorted(parts.items()):
-                db = self._db(store, partition)
-                offset = self._applied(db)
-                if offset is not None and offset > end:   # the changelog was recreated (reset)
-                    db = self._drop(store, partition)
-                    offset = None
-                changelog = Changelog(backend, self.changelogs[store], partition, len(parts), "query")
-                start = offset if offset is not None else backend.start_offsets(changelog.topic)[partition]
-                if current is None:   # nobody reads yet: write as we read, in chunks
-                    applied[store][partition] = self._write_chunks(db, changelog, start, end, before_batch)
-                    continue
-                delta, resume = self._read_delta(changelog, start, end, before_batch)
-                applied[store][partition] = resume
-                if delta or resume != start:
-                    deltas[(store, partition)] = (delta, resume)
+            try:
+                applied[store] = self._catch_up(backend, store, parts, current is None, before_batch, deltas)
+            except TopicNotFound:   # deleted (reset): the store is empty until it is recreated
+                self._counts.pop(store, None)
+                for partition in list(self._dbs[store]):
+                    self._drop(store, partition)
+                applied[store] = {}
         new = Version(batch, applied)
         if current is not None:
             undo = {part: dict(zip(delta, self._dbs[part[0]][part[1]].get_many(list(delta))))
@@ -256,6 +263,30 @@ class StoreReplicas:
         self._published = new
         self.applied_versions += 1
 
+    def _catch_up(self, backend: TopicBackend, store: str, parts: dict[int, int], direct: bool,
+                  before_batch: Optional[int], deltas: dict) -> dict[int, int]:
+        """Read ``store``'s changelog partitions up to ``parts``; ``direct``: write as we
+        read (nobody reads yet), else collect each partition's delta into ``deltas``.
+        Returns the offsets reached."""
+        applied = {}
+        parts = self._all_partitions(backend, store, parts)
+        for partition, end in sorted(parts.items()):
+            db = self._db(store, partition)
+            offset = self._applied(db)
+            if offset is not None and offset > end:   # the changelog was recreated (reset)
+                db = self._drop(store, partition)
+                offset = None
+            changelog = Changelog(backend, self.changelogs[store], partition, len(parts), "query")
+            start = offset if offset is not None else backend.start_offsets(changelog.topic)[partition]
+            if direct:
+                applied[partition] = self._write_chunks(db, changelog, start, end, before_batch)
+                continue
+            delta, resume = self._read_delta(changelog, start, end, before_batch)
+            applied[partition] = resume
+            if delta or resume != start:
+                deltas[(store, partition)] = (delta, resume)
+        return applied
+
     def _all_partitions(self, backend: TopicBackend, store: str, parts: dict[int, int]) -> dict[int, int]:
         """``parts`` plus the changelog's other partitions at their applied offsets (a
         partition no task wrote yet still gets its empty replica: one per task)."""
@@ -263,7 +294,8 @@ class StoreReplicas:
             try:
                 self._counts[store] = backend.num_partitions(self.changelogs[store])
             except TopicNotFound:
-                return parts
+                self._counts.pop(store, None)
+                raise
         previous = self._targets.get(store, {})
         return {p: parts.get(p, previous.get(p, 0)) for p in range(self._counts[store])}
 
@@ -303,7 +335,7 @@ class StoreReplicas:
         return None if raw is None else int(raw)
 
     def _drop(self, store: str, partition: int) -> RocksDB:
-        self._dbs[store].pop(partition).close()
+        _close_quietly(self._dbs[store].pop(partition))
         _remove_tree(self.partition_dir(store, partition))
         return self._db(store, partition)
 
@@ -312,8 +344,10 @@ class StoreReplicas:
         for store, dbs in self._dbs.items():
             for partition in list(dbs):
                 if db_identity(self.partition_dir(store, partition)) != self._identity[(store, partition)]:
-                    dbs.pop(partition).close()
+                    _close_quietly(dbs.pop(partition))
                     self._published = None
+                    self._counts.pop(store, None)
+                    self._targets.pop(store, None)
 
     # -- frozen copies for Spark ---------------------------------------------------------------
     def checkpoint(self, store: str, into: str) -> list[str]:
@@ -341,12 +375,20 @@ class StoreReplicas:
         with self._mutex:
             for dbs in self._dbs.values():
                 for db in dbs.values():
-                    db.close()
+                    _close_quietly(db)
                 dbs.clear()
             self._published = None
         with self._shared_lock:
             if self._shared.get(self.root) is self:
                 del self._shared[self.root]
+
+
+def _close_quietly(db: RocksDB) -> None:
+    """Close a database whose files someone deleted (closing flushes, which then fails)."""
+    try:
+        db.close()
+    except Exception as exc:
+        log.debug("closing a deleted replica %s: %s", db.path, exc)
 
 
 def _cut(before_batch: Optional[int]) -> int:

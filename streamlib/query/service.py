@@ -52,20 +52,17 @@ class Queries:
         The application.
     backend : callable
         Opens the application's topic backend (where the changelogs are).
-    running : callable
-        Whether the application's query is running now.
     """
 
-    def __init__(self, topology: Topology, config: StreamsConfig, backend: Callable[[], Any],
-                 running: Callable[[], bool]):
+    def __init__(self, topology: Topology, config: StreamsConfig, backend: Callable[[], Any]):
         self.topology = topology
         self.config = config
-        self._running = running
         self._following = False
         self._last_idle_sync = 0.0
         self._sync_lock = threading.Lock()
         self._views: dict[str, Any] = {}
-        self._frozen: dict[str, str] = {}   # store -> directory of its newest frozen copy
+        #: store -> (directory, batch, when made) of its newest frozen copy
+        self._frozen: dict[str, tuple[str, int, float]] = {}
         self._secondary: dict[str, PartitionedReadOnlyStore] = {}
         logged = {name: config.changelog_topic(name) for name, d in topology.stores.items() if d.logging}
         self.replicas = StoreReplicas.shared(config.application_state_dir, backend, logged)
@@ -110,6 +107,7 @@ class Queries:
             last = last_committed_batch(self.config.resolved_checkpoint_location())
             # changelog records carry internal batch ids (streamlib.runtime.batches)
             self.replicas.sync(None if last is None else data_pass(last + 1))
+            self.replicas.idle()   # nothing is being committed: copies catch up at once
             self._last_idle_sync = time.monotonic()
 
     def _prepare(self) -> None:
@@ -149,17 +147,26 @@ class Queries:
 
     # -- tables ---------------------------------------------------------------------------
     def table(self, name: str, register: Callable[[frozen.FrozenCopy], Any]) -> Any:
-        """``register(copy)`` for the store's newest frozen copy now, and again for every
-        version published from now on (before it is published: SQL over a view that
-        ``register`` makes is never older than what store views show); returns what the
-        first call returned."""
+        """``register(copy)`` for a frozen copy of the store's published version now, and
+        again for newer versions: at most every ``frozen.MIN_INTERVAL_SECONDS`` while
+        batches keep coming, and for the newest once they pause (or the application
+        stops); returns what the first call returned."""
         d = self.store_def(name)
         if not d.logging:   # no replica: the task copies, live, read as secondaries
             return register(frozen.FrozenCopy(-1, tuple(self._task_copies(name)), secondary=True))
         self._prepare()
+
+        def refresh(version: Any, force: bool = False) -> None:
+            frozen_at = self._frozen.get(name)
+            if version is None or (frozen_at is not None and frozen_at[1] == version.batch):
+                return
+            if force or frozen_at is None or time.monotonic() - frozen_at[2] >= frozen.MIN_INTERVAL_SECONDS:
+                register(self._freeze(name, version))
+
         with self.replicas.writing():
             result = register(self._freeze(name, self.replicas.published))
-            self.replicas.on_publish[f"table:{name}"] = lambda version: register(self._freeze(name, version))
+            self.replicas.on_publish[f"table:{name}"] = refresh
+            self.replicas.on_idle[f"table:{name}"] = lambda version: refresh(version, force=True)
         return result
 
     def _freeze(self, name: str, version: Any) -> frozen.FrozenCopy:
@@ -168,7 +175,8 @@ class Queries:
         batch = version.batch if version is not None else -1
         target = frozen.new_version_dir(store_dir, batch)
         paths = self.replicas.checkpoint(name, target)
-        frozen.supersede(self._frozen.get(name))
-        self._frozen[name] = target
+        if name in self._frozen:
+            frozen.supersede(self._frozen[name][0])
+        self._frozen[name] = (target, batch, time.monotonic())
         frozen.collect_garbage(store_dir, keep=target)
         return frozen.FrozenCopy(batch, tuple(paths))
