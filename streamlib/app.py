@@ -81,11 +81,18 @@ class Streams:
         batch to a fixed end, which would stop after a per-batch limit, or after
         re-running a batch left uncommitted by a crash.
         """
-        self._start(trigger={"processingTime": "0 seconds"})
-        try:
-            _streamlib_errors(self._query.processAllAvailable)
-        finally:
-            self.stop()
+        from .spark.kafka_source import hit_progress_report_bug
+
+        for attempt in (1, 2):
+            self._start(trigger={"processingTime": "0 seconds"})
+            try:
+                _streamlib_errors(self._query.processAllAvailable)
+                return
+            except Exception as exc:
+                if attempt == 2 or not hit_progress_report_bug(exc):
+                    raise
+            finally:
+                self.stop()
 
     def await_termination(self, timeout: Optional[float] = None) -> bool:
         """Wait until the query stops (or ``timeout`` seconds); re-raises its failure."""

@@ -13,7 +13,7 @@ spark = get_or_create_session("local[2]", "eos-run", {"spark.sql.shuffle.partiti
 spark.sparkContext.setLogLevel("ERROR")
 config = StreamsConfig(application_id=app_id, bootstrap=f"kafka://{bootstrap}",
                        state_dir=f"{workdir}/state", checkpoint_location=f"{workdir}/checkpoint",
-                       processing_guarantee="exactly_once", max_records_per_batch=60,
+                       processing_guarantee="exactly_once", max_records_per_batch=40,
                        num_partitions=2)
 Streams(wordcount_topology(source=source), config, spark=spark).process_available()
 print("done", flush=True)

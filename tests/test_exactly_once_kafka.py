@@ -71,36 +71,47 @@ def test_a_restarted_task_fences_its_zombie(kafka_bootstrap):
         assert _visible(restarted, topic, at_least=3) == [b"restarted"]
 
 
-def _run(args, kill_after=None):
+def _planned_batches(checkpoint: Path) -> int:
+    offsets = checkpoint / "offsets"
+    return sum(1 for f in offsets.iterdir() if f.name.isdigit()) if offsets.is_dir() else 0
+
+
+def _run(args, checkpoint: Path, rng: random.Random | None = None):
+    """Run one process; with ``rng``, SIGKILL it a random moment after Spark planned
+    1-2 more batches (mid-batch or between batches); None if it was killed."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, str(TESTS / "eos_wordcount_run.py"), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        out, err = proc.communicate(timeout=kill_after if kill_after is not None else 600)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate()
-        return None
+    if rng is not None:
+        target = _planned_batches(checkpoint) + rng.randint(1, 2)
+        deadline = time.monotonic() + 600
+        while proc.poll() is None and _planned_batches(checkpoint) < target and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0, 1.5))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+            return None
+    out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-4000:]
     return out
 
 
+@pytest.mark.timeout(1200)  # five Spark processes; minutes on a busy 2-core machine
 def test_killed_again_and_again_each_result_once(kafka_bootstrap, tmp_path):
     url = f"kafka://{kafka_bootstrap}"
     suffix = uuid.uuid4().hex[:8]
     source, app_id = f"eos-lines-{suffix}", f"eos-wc-{suffix}"
     backend = open_backend(url)
     backend.create_topic(source, partitions=2)
-    lines = random_lines(600, 21)
+    lines = random_lines(200, 21)
     for line in lines:
         backend.produce(source, value=line.encode())
     backend.flush()
     rng = random.Random(7)
-    kills = 0
-    for _ in range(4):  # SIGKILL at random points: Spark start, mid-batch, between batches
-        if _run([kafka_bootstrap, app_id, source, str(tmp_path)], kill_after=rng.uniform(20, 45)) is None:
-            kills += 1
-    assert "done" in _run([kafka_bootstrap, app_id, source, str(tmp_path)])
+    args, checkpoint = [kafka_bootstrap, app_id, source, str(tmp_path)], tmp_path / "checkpoint"
+    kills = sum(_run(args, checkpoint, rng) is None for _ in range(3))
+    assert "done" in _run(args, checkpoint)
     assert kills >= 2
 
     expected = dict(python_count(lines))

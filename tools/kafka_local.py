@@ -98,6 +98,9 @@ def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
         "share.coordinator.state.topic.replication.factor=1",
         "share.coordinator.state.topic.min.isr=1",
         "group.initial.rebalance.delay.ms=0",
+        # Keep records whatever their timestamps: tests use small epoch-ms timestamps,
+        # which time-based retention would delete at its next check.
+        "log.retention.ms=-1",
         "",
     ])
 

@@ -30,11 +30,11 @@ def split_words(line: str) -> list[str]:
     return [word for word in WORD_SPLIT.split(line.lower()) if word]
 
 
-def build_topology(columns: bool = False):
+def build_topology(columns: bool = False, source: str = INPUT_TOPIC):
     """WordCountDemo; with ``columns`` the split runs as Spark Column expressions in
     the JVM (Spark only), otherwise as Python functions (also in TopologyTestDriver)."""
     builder = StreamsBuilder()
-    lines = builder.stream(INPUT_TOPIC, consumed=Consumed.with_(Serdes.string(), Serdes.string()))
+    lines = builder.stream(source, consumed=Consumed.with_(Serdes.string(), Serdes.string()))
     if columns:
         from pyspark.sql import functions as F
 

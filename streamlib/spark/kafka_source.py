@@ -95,6 +95,16 @@ def read_kafka_stream(spark: SparkSession, bootstrap: str, partitions: Mapping[s
         .alias("headers"))
 
 
+def hit_progress_report_bug(exc: BaseException) -> bool:
+    """Whether a query failed on Spark 4.1.1's SPARK-55271: Spark's Kafka source throws
+    a NullPointerException while reporting the progress of the first batch after a
+    restart when that batch re-runs one left uncommitted (``latestPartitionOffsets``
+    is still unset). The batch itself has completed and committed by then, so
+    restarting the query once goes on correctly."""
+    text = str(exc)
+    return "scala.Option.get()" in text and "is null" in text and "IterableOps.map" in text
+
+
 def _java_consumer_options(config: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
     for key, value in sorted(config.items()):
         if key not in _NOT_JAVA and not callable(value):

@@ -221,7 +221,9 @@ class KafkaBackend(TopicBackend):
         """
         if self._task_tx is not None:
             raise TopicsError("begin_task() while a task transaction is open")
-        self.create_topic(marker_topic, 1, exist_ok=True)
+        if marker_topic not in self._partitions:
+            self.create_topic(marker_topic, 1, exist_ok=True)
+            self._partitions[marker_topic] = 1
         config = {**self._producer_config, "transactional.id": transactional_id,
                   "enable.idempotence": True}
         producer = self._call(lambda: Producer(config), "create a transactional producer")
