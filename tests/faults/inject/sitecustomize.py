@@ -74,8 +74,8 @@ def _install() -> None:
 
     run = compiler.BatchPlan.run
 
-    def run_then_die(self, source, batch_id):
-        run(self, source, batch_id)
+    def run_then_die(self, source, batch_id, *args, **kwargs):
+        run(self, source, batch_id, *args, **kwargs)
         _hit("spark-commit")
 
     Changelog.read = read_then_die
