@@ -40,7 +40,9 @@ def prepare_changelogs(topology: Topology, config: StreamsConfig, backend, tasks
             topic = config.changelog_topic(store)
             tasks = tasks_of.get(sub.id)
             try:
-                partitions = backend.num_partitions(topic)
+                # read afresh: a long-lived backend caches partition counts, and the
+                # topic may have been deleted since (by mistake, or by a reset)
+                partitions = backend.describe_topic(topic).partitions
             except TopicNotFound:
                 if progress:
                     raise ChangelogMissing(
