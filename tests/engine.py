@@ -17,13 +17,13 @@ def words_of(line: str) -> list[str]:
     return [w for w in WORD.split(line.lower()) if w]
 
 
-def wordcount_topology(store: str = "counts", source: str = "lines"):
+def wordcount_topology(store: str = "counts", source: str = "lines", output: str = "counts-out"):
     builder = StreamsBuilder()
     (builder.stream(source, consumed=Consumed.with_(Serdes.string(), Serdes.string()))
      .flat_map_values(words_of)
      .group_by(lambda key, word: word)
      .count(materialized=Materialized.as_(store))
-     .to_stream().to("counts-out", produced=Produced.with_(Serdes.string(), Serdes.long())))
+     .to_stream().to(output, produced=Produced.with_(Serdes.string(), Serdes.long())))
     return builder.build()
 
 

@@ -15,5 +15,5 @@ config = StreamsConfig(application_id=app_id, bootstrap=f"kafka://{bootstrap}",
                        state_dir=f"{workdir}/state", checkpoint_location=f"{workdir}/checkpoint",
                        processing_guarantee="exactly_once", max_records_per_batch=40,
                        num_partitions=2)
-Streams(wordcount_topology(source=source), config, spark=spark).process_available()
+Streams(wordcount_topology(source=source, output=f"{source}-counts"), config, spark=spark).process_available()
 print("done", flush=True)

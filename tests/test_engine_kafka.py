@@ -27,7 +27,7 @@ def test_wordcount_on_kafka_counts_exactly_and_a_restart_continues(spark, kafka_
     _produce(backend, topic, first)
     config = StreamsConfig(application_id=app_id, bootstrap=url, state_dir=str(tmp_path / "state"),
                            checkpoint_location=str(tmp_path / "checkpoint"))
-    topology = wordcount_topology(source=topic)
+    topology = wordcount_topology(source=topic, output=f"{topic}-counts")  # one broker per session
     app = Streams(topology, config, spark=spark)
     app.process_available()
     assert dict(app.store("counts").all()) == dict(python_count(first))
@@ -39,8 +39,8 @@ def test_wordcount_on_kafka_counts_exactly_and_a_restart_continues(spark, kafka_
     assert dict(app.store("counts").all()) == expected
     app.stop()
     output = [(Serdes.string().deserialize(r.key), Serdes.long().deserialize(r.value), r.timestamp)
-              for p, end in sorted(backend.end_offsets("counts-out").items())
-              for r in backend.read("counts-out", p, 0, end)]
+              for p, end in sorted(backend.end_offsets(f"{topic}-counts").items())
+              for r in backend.read(f"{topic}-counts", p, 0, end)]
     assert latest_per_key(output) == expected
     assert f"{app_id}-counts-changelog" in backend.list_topics()
 

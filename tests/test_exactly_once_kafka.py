@@ -119,8 +119,9 @@ def test_killed_again_and_again_each_result_once(kafka_bootstrap, tmp_path):
     # read_committed reader sees strictly increase (a duplicate batch would repeat them).
     seen = defaultdict(list)
     with open_backend(url) as reader:
-        for p, end in sorted(reader.end_offsets("counts-out").items()):
-            for r in reader.read("counts-out", p, 0, end):
+        # an output topic of its own: other Kafka tests of the session write counts-out
+        for p, end in sorted(reader.end_offsets(f"{source}-counts").items()):
+            for r in reader.read(f"{source}-counts", p, 0, end):
                 seen[Serdes.string().deserialize(r.key)].append(Serdes.long().deserialize(r.value))
     assert {k: v[-1] for k, v in seen.items() if k in expected} == expected
     for word, counts in seen.items():
@@ -130,5 +131,5 @@ def test_killed_again_and_again_each_result_once(kafka_bootstrap, tmp_path):
     config = StreamsConfig(application_id=app_id, bootstrap=url, state_dir=str(tmp_path / "state"),
                            checkpoint_location=str(tmp_path / "checkpoint"),
                            processing_guarantee="exactly_once", num_partitions=2)
-    app = Streams(wordcount_topology(source=source), config)
+    app = Streams(wordcount_topology(source=source, output=f"{source}-counts"), config)
     assert dict(app.store("counts").all()) == expected
