@@ -1,7 +1,8 @@
 """The logical graph a ``StreamsBuilder`` writes, and its split into sub-topologies.
 
-Nodes are plain, picklable specs (a ``kind`` and its ``params``); the processors
-that run them live in :mod:`streamlib.processors`. A sub-topology is a connected
+Nodes are plain, picklable specs (a ``kind`` and its ``params``); what a kind is
+(source, sink, table step, time-aware...) is its :class:`~streamlib.node_kinds.NodeKind`,
+and the processors that run them live in :mod:`streamlib.processors`. A sub-topology is a connected
 part of the graph; repartition steps cut the graph, exactly where Kafka Streams
 would write to a repartition topic (under Spark: a shuffle).
 """
@@ -10,17 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional
 
-#: Node kinds that read records from a topic (external or a repartition).
-SOURCE_KINDS = ("source",)
-#: Node kinds that write records out of a sub-topology.
-SINK_KINDS = ("sink", "repartition")
-#: KTable steps that pass a table's changes on, so need old values only if their children do.
-DERIVED_TABLE_KINDS = ("table_filter", "table_map_values", "table_join", "table_join_merge")
-#: Children of a table that use only the new value of a change.
-NEW_VALUE_ONLY_KINDS = ("to_stream", "stream_table_join_update")
-#: Nodes of a global table: shown by ``describe()``, run by no task (every task keeps a
-#: replica of the global store instead, see :mod:`streamlib.state.global_replica`).
-GLOBAL_KINDS = ("global_source", "global_table_source")
+from .node_kinds import NodeKind, UnknownNodeKind, node_kind
 
 
 class TopologyError(ValueError):
@@ -37,8 +28,13 @@ class Node:
     params: dict[str, Any] = field(default_factory=dict)
     stores: tuple[str, ...] = ()
 
+    @property
+    def spec(self) -> NodeKind:
+        """The registered spec of this node's kind (roles, stores)."""
+        return node_kind(self.kind)
+
     def describe_kind(self) -> str:
-        return {"source": "Source", "sink": "Sink", "repartition": "Sink"}.get(self.kind, "Processor")
+        return self.spec.describe_as()
 
 
 @dataclass(frozen=True)
@@ -116,7 +112,7 @@ class Topology:
         """External topics the application reads, in order of first use."""
         topics: list[str] = []
         for node in self.nodes.values():
-            if node.kind == "source" and not node.params.get("internal"):
+            if node.spec.source and not node.params.get("internal"):
                 topics.extend(t for t in node.params["topics"] if t not in topics)
         return topics
 
@@ -130,7 +126,7 @@ class Topology:
         return {name: topic for name, topic in self.global_stores().items() if name in used}
 
     def sink_topics(self) -> list[str]:
-        return sorted({n.params["topic"] for n in self.nodes.values() if n.kind == "sink"})
+        return sorted({n.params["topic"] for n in self.nodes.values() if n.spec.sink and not n.spec.repartition})
 
     def sends_old_values(self, name: str) -> bool:
         """Whether a KTable node must forward old values (Kafka Streams' ``sendOldValues``):
@@ -138,14 +134,30 @@ class Topology:
         suppresses or is the kept side of a left/outer join (Kafka's ``doJoin``); false
         when its changes only go ``to_stream()``."""
         for child in self.children(name):
-            kind = self.nodes[child].kind
-            if kind in NEW_VALUE_ONLY_KINDS:
+            spec = self.nodes[child].spec
+            if spec.new_value_only:
                 continue
             if self.nodes[child].params.get("parent_sends_old_values"):
                 return True  # a left/outer join side needs to see whether a row existed
-            if kind not in DERIVED_TABLE_KINDS or self.sends_old_values(child):
+            if not spec.derived_table or self.sends_old_values(child):
                 return True
         return False
+
+    def batch_reader(self, sub: SubTopology) -> Optional[tuple[Node, Node]]:
+        """``(source, step)`` when ``sub``'s only source reads one repartition topic as
+        streamlib wrote it (no change pairs, no timestamp extractor) and ``step`` alone
+        reads that source: the step may then take a batch's rows at once (its processor's
+        ``takes_batches``), and under Spark be lowered so (:mod:`streamlib.spark.lowerings`)."""
+        sources = [self.nodes[name] for name in sub.nodes if self.nodes[name].spec.source]
+        if len(sources) != 1:
+            return None
+        source = sources[0]
+        params = source.params
+        if (not params.get("internal") or params.get("changes") or params.get("timestamp_extractor")
+                or len(params["topics"]) != 1):
+            return None
+        children = self.children(source.name)
+        return (source, self.nodes[children[0]]) if len(children) == 1 else None
 
     def subtopology_of(self, node_name: str) -> SubTopology:
         return next(s for s in self.subtopologies if node_name in s.nodes)
@@ -167,13 +179,14 @@ class Topology:
             for name in sub.nodes:
                 node = self.nodes[name]
                 kids = [c for c in self.children(name)]
-                if node.kind == "source":
+                spec = node.spec
+                if spec.source:
                     topics = ", ".join(app + "-" + t if node.params.get("internal") else t
                                        for t in node.params["topics"])
                     head = f"    Source: {name} (topics: [{topics}])"
-                elif node.kind in SINK_KINDS:
+                elif spec.sink:
                     topic = node.params["topic"]
-                    if node.kind == "repartition":
+                    if spec.repartition:
                         topic = f"{app}-{topic}"
                     head = f"    Sink: {name} (topic: {topic})"
                 else:
@@ -196,7 +209,7 @@ class Topology:
 
     def _global_pairs(self) -> list[tuple[str, str]]:
         return [(node.parents[0], node.name) for node in self.nodes.values()
-                if node.kind == "global_table_source"]
+                if node.spec.global_table and node.parents]
 
     def __str__(self) -> str:
         return self.describe()
@@ -213,7 +226,7 @@ class Topology:
             counts = {topic: partitions[topic] for topic in sub.source_topics}
             for name in sub.nodes:   # a repartition given a fixed count cannot adapt either
                 node = self.nodes[name]
-                if node.kind == "source" and node.params.get("internal") and node.params.get("num_partitions"):
+                if node.spec.source and node.params.get("internal") and node.params.get("num_partitions"):
                     counts[node.params["topics"][0]] = node.params["num_partitions"]
             if not sub.stateful or len(set(counts.values())) <= 1:
                 continue
@@ -225,21 +238,29 @@ class Topology:
 
     def _validate(self) -> None:
         for node in self.nodes.values():
+            try:
+                spec = node.spec
+            except UnknownNodeKind:
+                raise TopologyError(f"{node.name}: unknown node kind {node.kind!r}") from None
             for parent in node.parents:
                 if parent not in self.nodes:
                     raise TopologyError(f"{node.name}: unknown parent {parent}")
-                if self.nodes[parent].kind in SINK_KINDS and node.kind != "source":
+                if self.nodes[parent].spec.sink and not spec.source:
                     raise TopologyError(
                         f"{node.name}: cannot follow {parent}, a terminal step that writes to a topic")
             for store in node.stores:
                 if store not in self.stores:
                     raise TopologyError(f"{node.name}: unknown store {store!r}")
+                if self.stores[store].kind not in spec.stores:
+                    raise TopologyError(f"{node.name}: a {spec.name} step uses stores of kinds "
+                                        f"{list(spec.stores)}, not the {self.stores[store].kind} "
+                                        f"store {store!r}")
 
 
 def _split(nodes: dict[str, Node], stores: dict[str, StoreDef]) -> list[SubTopology]:
     """Connected components over parent edges and shared stores; repartitions cut.
     Global tables' nodes belong to no sub-topology."""
-    nodes = {name: node for name, node in nodes.items() if node.kind not in GLOBAL_KINDS}
+    nodes = {name: node for name, node in nodes.items() if not node.spec.global_table}
     parent_of: dict[str, str] = {name: name for name in nodes}
 
     def find(x: str) -> str:
@@ -262,7 +283,7 @@ def _split(nodes: dict[str, Node], stores: dict[str, StoreDef]) -> list[SubTopol
     # Sources of the same external topic read the same records: one sub-topology.
     topic_reader: dict[str, str] = {}
     for node in nodes.values():
-        if node.kind == "source":
+        if node.spec.source:
             for topic in node.params["topics"]:
                 if topic in topic_reader:
                     union(node.name, topic_reader[topic])
@@ -273,7 +294,7 @@ def _split(nodes: dict[str, Node], stores: dict[str, StoreDef]) -> list[SubTopol
         groups.setdefault(find(name), []).append(name)
     subs = []
     for index, members in enumerate(groups.values()):
-        sources = [nodes[m] for m in members if nodes[m].kind == "source"]
+        sources = [nodes[m] for m in members if nodes[m].spec.source]
         external = [t for s in sources if not s.params.get("internal") for t in s.params["topics"]]
         internal = [t for s in sources if s.params.get("internal") for t in s.params["topics"]]
         sub_stores = sorted({s for m in members for s in nodes[m].stores})

@@ -1,8 +1,9 @@
 """The mutable graph a ``StreamsBuilder`` grows; ``build()`` freezes it into a ``Topology``."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
+from ..node_kinds import NodeKind
 from ..topology import Node, StoreDef, Topology, TopologyError
 
 
@@ -19,8 +20,10 @@ class GraphBuilder:
         self._index += 1
         return name
 
-    def add(self, prefix: str, kind: str, parents: list[str], name: Optional[str] = None,
+    def add(self, prefix: str, kind: Union[NodeKind, str], parents: list[str], name: Optional[str] = None,
             stores: tuple[str, ...] = (), **params: Any) -> str:
+        """Add a node of ``kind`` (a spec or its name) and return its name."""
+        kind = kind.name if isinstance(kind, NodeKind) else kind
         node_name = name or self.next_name(prefix)
         if name is not None:
             self._index += 1

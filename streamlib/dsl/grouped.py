@@ -44,7 +44,7 @@ class KGroupedStream(_Grouped):
 
     def count(self, materialized: Optional[Materialized] = None) -> KTable:
         """Count records per key (values are ``int``, Long on the wire)."""
-        return self._aggregate("KSTREAM-AGGREGATE", "aggregate", materialized, Serdes.long(),
+        return self._aggregate("KSTREAM-AGGREGATE", "count", materialized, Serdes.long(),
                                initializer=_count_init, aggregator=_count_add, op="count")
 
     def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Optional[Materialized] = None) -> KTable:

@@ -139,7 +139,7 @@ class KStream:
                      value_serde: Optional[Serde], num_partitions: Optional[int] = None) -> "KStream":
         base = name or self._graph.next_name("KSTREAM-REPARTITION")
         topic = f"{base}-repartition"
-        if any(n.kind == "repartition" and n.params["topic"] == topic for n in self._graph.nodes.values()):
+        if any(n.spec.repartition and n.params["topic"] == topic for n in self._graph.nodes.values()):
             raise TopologyError(f"repartition name {base!r} is used twice")
         self._graph.add("KSTREAM-SINK", "repartition", [self._node], name=f"{base}-sink", topic=topic,
                         key_serde=key_serde, value_serde=value_serde, num_partitions=num_partitions)

@@ -9,9 +9,6 @@ from ..topology import StoreDef, TopologyError
 from .graph import GraphBuilder
 from .options import Grouped, Materialized, Suppressed
 
-#: Table steps that can keep their rows in a store when a join needs to look them up.
-MATERIALIZABLE_KINDS = ("table_filter", "table_map_values", "table_join_merge")
-
 
 @dataclass(frozen=True)
 class Reversed:
@@ -245,7 +242,7 @@ class KTable:
         if self._store is not None:
             return self._store
         node = self._graph.nodes[self._node]
-        if self._windowed is not None or node.kind not in MATERIALIZABLE_KINDS:
+        if self._windowed is not None or not node.spec.materializable:
             raise TopologyError(f"{self._node}: this table has no store to join against; "
                                 "join the table it derives from, or materialize it")
         store = materialize(self._graph, None, node.name.rsplit("-", 1)[0], self.key_serde,

@@ -5,14 +5,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..node_kinds import AGGREGATE, COUNT, TABLE_AGGREGATE
+from ..serdes import Serde
 from .record import Change, Record
+from .registry import processes
 from .tables import StatefulProcessor
 
 
-#: Extra columns of rows that a count's input arrives in pre-aggregated per key.
-PREAGGREGATED_COLUMNS = (("records", pa.int64()), ("weight", pa.int64()))
-
-
+@processes(AGGREGATE)
 class StreamAggregateProcessor(StatefulProcessor):
     """``count``/``reduce``/``aggregate`` of a grouped stream (``KStreamAggregate``):
     records with a ``None`` key or value are dropped and counted; the result's
@@ -42,18 +42,27 @@ class StreamAggregateProcessor(StatefulProcessor):
         self.store.put_by_bytes(kb, new, timestamp)
         self.emitter.emit(record, kb, new, old, timestamp)
 
-    def counts_batches(self) -> bool:
-        """Whether :meth:`count_table` may replace per-record processing: a cached
-        ``count`` emits only each key's last change of the commit, which depends on
-        how many records a key had and their largest timestamp, not on their order."""
-        return self.node.params["op"] == "count" and self.emitter.caching
 
-    def count_table(self, rows: pa.Table, topic: str) -> None:
+@processes(COUNT)
+class StreamCountProcessor(StreamAggregateProcessor):
+    """``count()`` of a grouped stream: an aggregation that, cached, can also count a
+    batch's rows at once (:meth:`process_batch`), and whose input Spark pre-aggregates
+    per key (its lowering, :mod:`streamlib.spark.preaggregate`). Windowed counts are
+    window aggregations, never this."""
+
+    def takes_batches(self, key_serde: Serde) -> bool:
+        """A cached count emits only each key's last change of the commit, which depends
+        on how many records a key had and their largest timestamp, not on their order;
+        its input keys need no decoding when they are in the store's own serde."""
+        return self.emitter.caching and self.store.key_serde == key_serde
+
+    def process_batch(self, rows: pa.Table, topic: str) -> None:
         """Count ``rows`` (in processing order; key/value bytes as serialized by the
         upstream repartition) per key: one multi-get, Python work per key only.
 
-        Rows may come pre-aggregated (:data:`PREAGGREGATED_COLUMNS`): ``records`` input
-        records per row, ``weight`` of them with a value, ``timestamp`` their largest."""
+        Rows may come pre-aggregated by the count's Spark lowering
+        (:mod:`streamlib.spark.preaggregate`): int64 columns ``records`` (input records
+        per row) and ``weight`` (those with a value), ``timestamp`` their largest."""
         records = rows.column("records") if "records" in rows.column_names else None
         if records is None:
             valid = pc.and_(pc.is_valid(rows.column("key")), pc.is_valid(rows.column("value")))
@@ -86,6 +95,7 @@ class StreamAggregateProcessor(StatefulProcessor):
             self.emitter.emit(record, kb, new, old, timestamp)
 
 
+@processes(TABLE_AGGREGATE)
 class TableAggregateProcessor(StatefulProcessor):
     """``KGroupedTable`` aggregations: subtract the old value, add the new one."""
 

@@ -2,13 +2,18 @@
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..config import StreamsConfig
 from ..errors import StreamlibError
 from ..topology import Node
 from .record import Record
 from .timers import STREAM_TIME, Timer, Timers
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..serdes import Serde
 
 _LONG = struct.Struct(">q")
 
@@ -93,9 +98,21 @@ class Processor:
         #: whether table updates are held back to the end of the commit (set when wiring)
         self.caching = context.caching
 
-    #: whether the processor acts on stream time (windows, suppress): its task then
-    #: runs at every batch, and it has ``watermark()``
-    time_aware = False
+    @property
+    def time_aware(self) -> bool:
+        """Whether the processor acts on stream time (windows, suppress): its node
+        kind says so; its task then runs at every batch, and it has ``watermark()``."""
+        return self.node.spec.time_aware
+
+    def takes_batches(self, key_serde: "Serde") -> bool:
+        """Whether :meth:`process_batch` may replace per-record processing when this
+        processor alone reads a repartition whose keys are in ``key_serde``."""
+        return False
+
+    def process_batch(self, rows: "pa.Table", topic: str) -> None:
+        """Process a batch's rows of a repartition ``topic`` at once (key/value bytes
+        as the repartition wrote them, in processing order); see :meth:`takes_batches`."""
+        raise NotImplementedError(f"{type(self).__name__} processes records one by one")
 
     def init(self) -> None:
         """Called once the task's stores are open for a new batch."""

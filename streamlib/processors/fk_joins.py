@@ -26,8 +26,11 @@ import hashlib
 import struct
 from typing import Any, Optional
 
+from ..node_kinds import (FK_FOREIGN_CHANGE, FK_LEFT_REPLICA, FK_LEFT_SEND, FK_RESPONSE_JOIN,
+                          FK_SUBSCRIBE, FK_SUBSCRIPTION_JOIN)
 from .base import Processor
 from .record import Change, Record
+from .registry import processes
 
 DELETE_KEY_AND_PROPAGATE = 0
 DELETE_KEY_NO_PROPAGATE = 1
@@ -66,6 +69,7 @@ class _FkProcessor(Processor):
         self.left = params["left"]
 
 
+@processes(FK_LEFT_SEND)
 class ForeignKeyLeftSendProcessor(Processor):
     """Forward each left change's new value (None: deleted), keyed by the left key."""
 
@@ -74,6 +78,7 @@ class ForeignKeyLeftSendProcessor(Processor):
             self.forward(record.with_value(record.value.new))
 
 
+@processes(FK_SUBSCRIBE)
 class SubscribeProcessor(_FkProcessor):
     """Kafka's ``SubscriptionSendProcessor``: instructions keyed by the foreign key; the
     value is ``(instruction, hash of the new left value, left key bytes)``."""
@@ -137,6 +142,7 @@ def _response(digest: bytes, foreign: Optional[bytes]) -> bytes:
     return _pack(digest) + (b"" if foreign is None else _pack(foreign))
 
 
+@processes(FK_SUBSCRIPTION_JOIN)
 class SubscriptionJoinProcessor(_FkProcessor):
     """Kafka's ``SubscriptionReceiveProcessor`` + ``SubscriptionJoinProcessor``: record the
     subscription, answer it with the right row according to its instruction."""
@@ -173,6 +179,7 @@ class SubscriptionJoinProcessor(_FkProcessor):
         self.forward(Record(kb, _response(digest, foreign), timestamp, record.headers))
 
 
+@processes(FK_FOREIGN_CHANGE)
 class ForeignChangeProcessor(_FkProcessor):
     """Kafka's ``ForeignTableJoinProcessor``: a change of a right row answers every
     subscription to its key, with the new right value (None: deleted)."""
@@ -194,6 +201,7 @@ class ForeignChangeProcessor(_FkProcessor):
             self.forward(Record(kb, _response(digest, foreign), record.timestamp, record.headers))
 
 
+@processes(FK_LEFT_REPLICA)
 class LeftReplicaProcessor(Processor):
     """Keep the left table's current values beside the responses (emits nothing)."""
 
@@ -205,6 +213,7 @@ class LeftReplicaProcessor(Processor):
             self.store.put(record.key, record.value, record.timestamp)
 
 
+@processes(FK_RESPONSE_JOIN)
 class ResponseJoinProcessor(_FkProcessor):
     """Kafka's ``ResponseJoinProcessor``: a response for the current left value yields
     ``joiner(left, right)``; with no right row, a left join yields ``joiner(left, None)``

@@ -1,10 +1,13 @@
 """Stream–global-table join (Kafka Streams' ``KStreamGlobalKTableJoin``)."""
 from __future__ import annotations
 
+from ..node_kinds import GLOBAL_JOIN
 from .base import Processor
 from .record import Record
+from .registry import processes
 
 
+@processes(GLOBAL_JOIN)
 class GlobalTableJoinProcessor(Processor):
     """Each stream record looks ``key_selector(key, value)`` up in the task's replica of
     the global table, as it is now; the result keeps the record's key and timestamp.

@@ -10,13 +10,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..serdes import Serde
+from ..node_kinds import REPARTITION, SINK, SOURCE
 from .base import Processor, ProcessingError
 from .record import Change, Record, decode_change, encode_change
+from .registry import processes
 
 log = logging.getLogger("streamlib")
 _LONG = struct.Struct(">q")
 
 
+@processes(SOURCE)
 class SourceProcessor(Processor):
     """Deserializes input records once; bad payloads go to the configured handler."""
 
@@ -76,21 +79,9 @@ class SourceProcessor(Processor):
     def process(self, record: Record) -> None:
         self.forward(record)
 
-    def batch_child(self) -> Optional[Processor]:
-        """The one child that can take this source's rows as a whole table, if any:
-        a batch-counting aggregation behind a repartition (whose bytes streamlib wrote
-        itself with the same key serde, so they need no per-record decoding)."""
-        if (not self.node.params.get("internal") or self.changes or self.extractor is not None
-                or len(self.children) != 1):
-            return None
-        child = self.children[0]
-        counts = getattr(child, "counts_batches", None)
-        if counts is None or not counts() or child.store.key_serde != self.key_serde:
-            return None
-        return child
-
     def receive_table(self, rows: pa.Table, topic: str) -> None:
-        """Count the rows in and advance stream time, for a batch child's table."""
+        """Count the rows in and advance stream time, for a table of rows its one child
+        takes at once (``Topology.batch_reader``)."""
         records = rows.column("records") if "records" in rows.column_names else None
         self.context.count("records_in", rows.num_rows if records is None else int(pc.sum(records).as_py() or 0))
         newest = pc.max(rows.column("timestamp")).as_py()
@@ -118,6 +109,7 @@ class DeserializationFailure(ProcessingError):
     """A record could not be deserialized and the handler is ``fail``."""
 
 
+@processes(SINK, REPARTITION)
 class SinkProcessor(Processor):
     """Serializes records and hands them to the task's output, bound for a topic."""
 

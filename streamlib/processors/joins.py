@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from ..node_kinds import STREAM_TABLE_JOIN
 from .base import Processor
 from .record import Record
 from .stores import SessionStore, TimestampedKeyValueStore, TimestampedWindowStore
+from .registry import processes
 
 #: ``get(key) -> (value, timestamp) | None``: a table's current row for a key
 ValueGetter = Callable[[Any], Optional[tuple[Any, int]]]
@@ -40,6 +42,7 @@ def value_getter(store: Any) -> ValueGetter:
                     "cannot serve table lookups for a join")
 
 
+@processes(STREAM_TABLE_JOIN)
 class StreamTableJoinProcessor(Processor):
     """``KStream.join(table)`` / ``left_join(table)`` with grace 0: each stream record
     meets the table's row for its key as it is now (processing order, whatever the

@@ -10,10 +10,13 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..windows import Window, Windowed
+from ..node_kinds import SESSION_AGGREGATE
 from .record import Record
 from .windowed import WindowedAggregateProcessor
+from .registry import processes
 
 
+@processes(SESSION_AGGREGATE)
 class SessionWindowAggregateProcessor(WindowedAggregateProcessor):
     """Records with a ``None`` key are dropped; a record whose merged session would
     already be closed (end < observed − grace − gap) is dropped."""

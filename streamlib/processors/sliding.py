@@ -11,10 +11,13 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..windows import Window, Windowed
+from ..node_kinds import SLIDING_AGGREGATE
 from .record import Record
 from .windowed import WindowedAggregateProcessor
+from .registry import processes
 
 
+@processes(SLIDING_AGGREGATE)
 class SlidingWindowAggregateProcessor(WindowedAggregateProcessor):
     """Records with a ``None`` key or value are dropped; a record whose windows are all
     closed is dropped once; a closed window an update would touch counts as dropped."""

@@ -1,10 +1,14 @@
 """Record-at-a-time steps that keep no state."""
 from __future__ import annotations
 
+from ..node_kinds import (BRANCH, BRANCH_CHILD, FILTER, FLAT_MAP, FLAT_MAP_VALUES, FOREACH, MAP,
+                          MAP_VALUES, MERGE, PEEK, SELECT_KEY, TO_STREAM)
 from .base import Processor
 from .record import Change, Record
+from .registry import processes
 
 
+@processes(FILTER)
 class FilterProcessor(Processor):
     def init(self) -> None:
         self.predicate = self.node.params["predicate"]
@@ -15,6 +19,7 @@ class FilterProcessor(Processor):
             self.forward(record)
 
 
+@processes(MAP)
 class MapProcessor(Processor):
     def init(self) -> None:
         self.mapper = self.node.params["mapper"]
@@ -24,6 +29,7 @@ class MapProcessor(Processor):
         self.forward(record.with_(key, value))
 
 
+@processes(MAP_VALUES)
 class MapValuesProcessor(Processor):
     def init(self) -> None:
         self.mapper = self.node.params["mapper"]
@@ -32,6 +38,7 @@ class MapValuesProcessor(Processor):
         self.forward(record.with_value(self.mapper(record.value)))
 
 
+@processes(FLAT_MAP)
 class FlatMapProcessor(Processor):
     def init(self) -> None:
         self.mapper = self.node.params["mapper"]
@@ -41,6 +48,7 @@ class FlatMapProcessor(Processor):
             self.forward(record.with_(key, value))
 
 
+@processes(FLAT_MAP_VALUES)
 class FlatMapValuesProcessor(Processor):
     def init(self) -> None:
         self.mapper = self.node.params["mapper"]
@@ -50,6 +58,7 @@ class FlatMapValuesProcessor(Processor):
             self.forward(record.with_value(value))
 
 
+@processes(SELECT_KEY)
 class SelectKeyProcessor(Processor):
     def init(self) -> None:
         self.mapper = self.node.params["mapper"]
@@ -58,6 +67,7 @@ class SelectKeyProcessor(Processor):
         self.forward(record.with_(self.mapper(record.key, record.value), record.value))
 
 
+@processes(PEEK)
 class PeekProcessor(Processor):
     def init(self) -> None:
         self.action = self.node.params["action"]
@@ -67,6 +77,7 @@ class PeekProcessor(Processor):
         self.forward(record)
 
 
+@processes(MERGE, BRANCH_CHILD)
 class PassThroughProcessor(Processor):
     """Merge points and branch children: forward as is."""
 
@@ -74,6 +85,7 @@ class PassThroughProcessor(Processor):
         self.forward(record)
 
 
+@processes(BRANCH)
 class BranchProcessor(Processor):
     """Send each record to the first branch whose predicate matches (else the default)."""
 
@@ -91,6 +103,7 @@ class BranchProcessor(Processor):
             self.forward_to(self.children[len(self.predicates)], record)
 
 
+@processes(TO_STREAM)
 class ToStreamProcessor(Processor):
     """Table changes become plain records (the new value; ``None`` for a delete)."""
 
@@ -103,3 +116,8 @@ class ToStreamProcessor(Processor):
             self.forward(record.with_value(value))
         else:
             self.forward(record.with_(self.mapper(record.key, value), value))
+
+
+@processes(FOREACH)
+class ForeachProcessor(PeekProcessor):
+    """Terminal ``foreach``: a peek with no children."""

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..node_kinds import JOIN_WINDOW, STREAM_JOIN, STREAM_OUTER_JOIN
 from .base import Processor
 from .record import Record
+from .registry import processes
 
 #: Kafka's ``Long.MAX_VALUE`` start of the buffer's min time: nothing buffered yet
 _NO_MIN_TIME = 1 << 62
 
 
+@processes(JOIN_WINDOW)
 class JoinWindowProcessor(Processor):
     """Kafka's ``KStreamJoinWindow``: forward the record, then keep it in this side's
     store (records without a key are forwarded but never kept)."""
@@ -52,6 +55,7 @@ class JoinWindowProcessor(Processor):
             self.store.expire(observed - self.retention_ms + 1)
 
 
+@processes(STREAM_JOIN)
 class StreamJoinProcessor(Processor):
     """One side of a stream–stream join; see the module docstring."""
 
@@ -170,8 +174,8 @@ class StreamJoinProcessor(Processor):
         return self.stream_time - self.grace_ms
 
 
+@processes(STREAM_OUTER_JOIN)
 class OuterStreamJoinProcessor(StreamJoinProcessor):
     """A side of a left or outer stream–stream join: acts on stream time (its task runs
     at every Spark batch so that closed windows emit their unmatched records)."""
 
-    time_aware = True

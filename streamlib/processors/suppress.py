@@ -8,15 +8,17 @@ away) are dropped: nothing final was ever said about them.
 """
 from __future__ import annotations
 
+from ..node_kinds import SUPPRESS
 from .base import Processor
 from .record import Change, Record, decode_change, encode_change
 from .stores.buffer import TimeOrderedBuffer
+from .registry import processes
 
 
+@processes(SUPPRESS)
 class SuppressProcessor(Processor):
     """Holds a windowed table's updates until their window closes."""
 
-    time_aware = True
 
     def init(self) -> None:
         params = self.node.params

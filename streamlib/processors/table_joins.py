@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..node_kinds import TABLE_JOIN, TABLE_JOIN_MERGE
 from .base import Processor
 from .joins import value_getter
 from .record import Change, Record
 from .tables import StatefulProcessor
+from .registry import processes
 
 #: How a side treats a change when the other side has no row for its key:
 #: "inner" and "right" emit nothing; "left" and "outer" emit ``joiner(v, None)``.
@@ -22,6 +24,7 @@ from .tables import StatefulProcessor
 JOIN_MODES = ("inner", "left", "right", "outer")
 
 
+@processes(TABLE_JOIN)
 class TableJoinProcessor(Processor):
     """One side of a table–table join: a change of this side's row meets the other
     side's current row. The result's timestamp is the larger of both rows'; the old
@@ -65,6 +68,7 @@ class TableJoinProcessor(Processor):
         self.forward(result)
 
 
+@processes(TABLE_JOIN_MERGE)
 class TableJoinMergeProcessor(StatefulProcessor):
     """The result table of a table–table join: forwards both sides' results (old values
     only when downstream needs them) and, when materialized, keeps them in its store."""

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..node_kinds import TABLE_FILTER, TABLE_MAP_VALUES, TABLE_SELECT, TABLE_SOURCE
 from .base import Processor
 from .record import Change, Record
+from .registry import processes
 
 
 class TableEmitter:
@@ -50,6 +52,7 @@ class StatefulProcessor(Processor):
         self.emitter.flush()
 
 
+@processes(TABLE_SOURCE)
 class TableSourceProcessor(StatefulProcessor):
     """A stream read as a table: each record replaces its key's value."""
 
@@ -87,6 +90,7 @@ class _DerivedTableProcessor(StatefulProcessor):
         return False
 
 
+@processes(TABLE_FILTER)
 class TableFilterProcessor(_DerivedTableProcessor):
     """Kafka Streams' ``KTableFilter``: a row that does not match is forwarded as a
     delete, even if the key had no row; only when downstream needs old values (it
@@ -104,6 +108,7 @@ class TableFilterProcessor(_DerivedTableProcessor):
         return self.send_old_values
 
 
+@processes(TABLE_MAP_VALUES)
 class TableMapValuesProcessor(_DerivedTableProcessor):
     def init(self) -> None:
         super().init()
@@ -113,6 +118,7 @@ class TableMapValuesProcessor(_DerivedTableProcessor):
         return self.mapper(value)
 
 
+@processes(TABLE_SELECT)
 class TableSelectProcessor(Processor):
     """``KTable.group_by``: the old row leaves its old group, the new row joins its
     new group (one change when the group is unchanged), like ``KTableRepartitionMap``."""

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..node_kinds import STREAM_TABLE_JOIN_UPDATE, STREAM_TABLE_JOIN_VERSIONED
 from .base import Processor
 from .record import Change, Headers, Record
 from .stores.stream_buffer import StreamBuffer
 from .stores.versioned import VersionedKeyValueStore
+from .registry import processes
 
 #: the header of a corrected result, and its value
 UPDATE_HEADER = "streamlib.update"
@@ -49,10 +51,10 @@ class _VersionedJoin(Processor):
         self.left = params["left"]
 
 
+@processes(STREAM_TABLE_JOIN_VERSIONED)
 class VersionedStreamTableJoinProcessor(_VersionedJoin):
     """The stream side: join as of the record's timestamp, emit, buffer."""
 
-    time_aware = True
 
     def process(self, record: Record) -> None:
         key, value = record.key, record.value
@@ -86,6 +88,7 @@ class VersionedStreamTableJoinProcessor(_VersionedJoin):
         self.versions.expire()
 
 
+@processes(STREAM_TABLE_JOIN_UPDATE)
 class VersionedTableUpdateProcessor(_VersionedJoin):
     """The table side: record the version, re-join the buffered records it applies to."""
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ..windows import Windowed
+from ..node_kinds import WINDOW_AGGREGATE
 from .base import Processor
 from .record import Change, Record
 from .tables import TableEmitter
+from .registry import processes
 
 
 class WindowedAggregateProcessor(Processor):
@@ -25,7 +27,6 @@ class WindowedAggregateProcessor(Processor):
     Subclasses implement :meth:`process` and :meth:`closed_windows` (what became final
     since the last emission) and set :attr:`grace_ms` / :attr:`close_offset_ms`."""
 
-    time_aware = True
     #: window end + this = the stream time at which a window closes
     close_offset_ms = 0
 
@@ -120,6 +121,7 @@ class WindowedAggregateProcessor(Processor):
         self.context.put_long(self._store_time_key, self.store_time)
 
 
+@processes(WINDOW_AGGREGATE)
 class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
     """Tumbling and hopping windows: a record updates every window it falls in, in
     order of start; a window already closed drops the record (counted once per window

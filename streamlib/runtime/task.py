@@ -86,11 +86,11 @@ class Task:
         if stream_time > context.stream_time:
             self.advance_time(stream_time)
         self._batch_child = None
-        if len(self.sources) == 1:
-            (topic, source), = self.sources.items()
-            child = source.batch_child()
-            if child is not None:
-                self._batch_child = (topic, source, child)
+        reader = self.topology.batch_reader(self.sub)
+        if reader is not None:
+            source, child = (self.processors[node.name] for node in reader)
+            if child.takes_batches(source.key_serde):
+                self._batch_child = (source.node.params["topics"][0], source, child)
 
     def advance_time(self, stream_time: int) -> None:
         """Move the task's stream time forward (never back) and let every processor
@@ -127,7 +127,7 @@ class Task:
         if self._batch_child is not None:
             topic, source, child = self._batch_child
             source.receive_table(table, topic)
-            child.count_table(table, topic)
+            child.process_batch(table, topic)
             return
         columns = [table.column(c).to_pylist() for c in
                    ("topic", "partition", "offset", "timestamp", "key", "value")]

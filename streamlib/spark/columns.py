@@ -16,7 +16,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from streamlib.config import StreamsConfig
+from streamlib.node_kinds import COLUMN, MERGE
 from streamlib.serdes import Serde
+from streamlib.spark.lowerings import apply_column_step, column_step, is_column_step
 from streamlib.topology import Node, Topology, TopologyError
 
 _DECODABLE = ("string()", "bytes()")
@@ -42,7 +44,7 @@ def column_chains(topology: Topology, config: StreamsConfig) -> dict[str, Column
     chains: dict[str, ColumnChain] = {}
     placed: set[str] = set()
     for node in topology:
-        if node.kind != "source" or node.params.get("internal"):
+        if not node.spec.source or node.params.get("internal"):
             continue
         key_serde = node.params.get("key_serde") or config.default_key_serde
         value_serde = node.params.get("value_serde") or config.default_value_serde
@@ -50,7 +52,7 @@ def column_chains(topology: Topology, config: StreamsConfig) -> dict[str, Column
         current = node.name
         while True:
             children = [topology.nodes[c] for c in topology.children(current)]
-            if len(children) != 1 or children[0].kind != "column":
+            if len(children) != 1 or not is_column_step(children[0]):
                 break
             step = children[0]
             if not steps:
@@ -65,7 +67,7 @@ def column_chains(topology: Topology, config: StreamsConfig) -> dict[str, Column
             chains[node.name] = ColumnChain(node.name, tuple(steps), key_serde, value_serde)
             placed.update(steps)
     for node in topology:
-        if node.kind == "column" and node.name not in placed:
+        if is_column_step(node) and node.name not in placed:
             raise TopologyError(
                 f"{node.name}: a Spark Column step must follow a source directly (or through "
                 "other Column steps, with no branching); write it as a Python function here")
@@ -89,8 +91,8 @@ def without_columns(topology: Topology, chains: dict[str, ColumnChain]) -> Topol
     work is done in the JVM) and each chain's source reads the chain's encoding."""
     nodes = {}
     for name, node in topology.nodes.items():
-        if node.kind == "column":
-            node = Node(node.name, "merge", list(node.parents), {}, node.stores)
+        if is_column_step(node):
+            node = Node(node.name, MERGE.name, list(node.parents), {}, node.stores)
         elif name in chains:
             params = dict(node.params, key_serde=chains[name].key_serde,
                           value_serde=chains[name].value_serde)
@@ -107,11 +109,12 @@ def apply_chain(rows: DataFrame, chain: ColumnChain, topology: Topology,
     df = df.withColumn("value", _decode(F.col("value"),
                                         source.get("value_serde") or config.default_value_serde))
     for name in chain.steps:
-        df = _apply(df, topology.nodes[name])
+        df = apply_column_step(df, topology.nodes[name])
     return (df.withColumn("key", _encode(F.col("key"), chain.key_serde))
               .withColumn("value", _encode(F.col("value"), chain.value_serde)))
 
 
+@column_step(COLUMN)
 def _apply(df: DataFrame, node: Node) -> DataFrame:
     expr: Column = node.params["column"]
     op = node.params["op"]
@@ -154,7 +157,7 @@ def chain_feeds_only(topology: Topology, chain: ColumnChain, config: StreamsConf
     topics = []
     for child_name in topology.children(chain.end):
         child = topology.nodes[child_name]
-        if child.kind != "repartition":
+        if not child.spec.repartition:
             return None
         key_serde = child.params.get("key_serde") or config.default_key_serde
         value_serde = child.params.get("value_serde") or config.default_value_serde

@@ -23,8 +23,8 @@ from streamlib.spark.arrow import SOURCE_DDL
 from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chains, repartition_rows,
                                      without_columns)
 from streamlib.spark.source import BackendSpec
-from streamlib.spark.preaggregate import counted_input, preaggregate
-from streamlib.processors import PROCESSORS
+from streamlib.spark.lowerings import BatchInput, is_column_step, stage_batch_input
+from streamlib.spark import preaggregate  # noqa: F401  (registers the count's batch lowering)
 from streamlib.spark.tasks import TASK_PARTITION, TICK_TOPIC, StagePlan, merge_metrics, stage_function
 from streamlib.spark.undecodable import handle_undecodable, split_undecodable
 from streamlib.topology import SubTopology, Topology, TopologyError
@@ -46,7 +46,7 @@ class Stage:
     jvm_only: Optional[dict[str, list[str]]] = None
     writes: frozenset[str] = frozenset()  # repartition topics this stage writes
     readers: int = 0  # stages that read what this stage writes
-    counted: Optional[str] = None  # a cached count's repartition topic: pre-aggregate it
+    batch_input: Optional[BatchInput] = None  # e.g. a cached count's pre-aggregation
     time_aware: bool = False  # has windows or suppress: every task runs at every batch
     output: Optional[DataFrame] = field(default=None, repr=False)
 
@@ -57,7 +57,7 @@ def stage_order(topology: Topology) -> list[SubTopology]:
     for sub in topology.subtopologies:
         for name in sub.nodes:
             node = topology.nodes[name]
-            if node.kind == "repartition":
+            if node.spec.repartition:
                 writer_of[node.params["topic"]] = sub.id
     ordered: list[SubTopology] = []
     state: dict[int, str] = {}
@@ -96,11 +96,10 @@ class BatchPlan:
         for sub in stage_order(topology):
             n = self._partitions_of(sub)
             plan = StagePlan(executed, config, backend, sub.id, n, internal)
-            counted = counted_input(topology, sub, config) if n == self.num_partitions else None
-            time_aware = any(PROCESSORS[topology.nodes[name].kind].time_aware for name in sub.nodes
-                             if topology.nodes[name].kind in PROCESSORS)
+            batch_input = stage_batch_input(topology, sub, config) if n == self.num_partitions else None
+            time_aware = any(topology.nodes[name].spec.time_aware for name in sub.nodes)
             self.stages.append(Stage(sub, plan, shuffled=sub.stateful or bool(sub.repartition_inputs),
-                                     jvm_only=self._jvm_only(sub), counted=counted,
+                                     jvm_only=self._jvm_only(sub), batch_input=batch_input,
                                      time_aware=time_aware))
         for stage in self.stages:
             stage.writes = frozenset(self._writes(stage.sub))
@@ -116,20 +115,20 @@ class BatchPlan:
         feeds: dict[str, list[str]] = {}
         for name in sub.nodes:
             node = self.topology.nodes[name]
-            if node.kind == "source":
+            if node.spec.source:
                 chain = self.chains.get(name)
                 topics = chain_feeds_only(self.topology, chain, self.config) if chain else None
                 if topics is None:
                     return None
                 feeds[name] = topics
-            elif node.kind not in ("column", "repartition"):
+            elif not (is_column_step(node) or node.spec.repartition):
                 return None
         return feeds
 
     def _partitions_of(self, sub: SubTopology) -> int:
         for name in sub.nodes:
             node = self.topology.nodes[name]
-            if node.kind == "source" and node.params.get("num_partitions"):
+            if node.spec.source and node.params.get("num_partitions"):
                 return node.params["num_partitions"]
         return self.num_partitions
 
@@ -177,7 +176,7 @@ class BatchPlan:
                         outputs[topic] = outputs[topic].unionByName(tagged) if topic in outputs else tagged
                 continue
             parts = [self._source_rows(source, name) for name in sub.nodes
-                     if self.topology.nodes[name].kind == "source"
+                     if self.topology.nodes[name].spec.source
                      and not self.topology.nodes[name].params.get("internal")]
             parts.extend(outputs[t] for t in sub.repartition_inputs)
             if stage.time_aware:
@@ -185,8 +184,8 @@ class BatchPlan:
             rows = parts[0]
             for extra in parts[1:]:
                 rows = rows.unionByName(extra)
-            if stage.counted is not None:
-                rows = preaggregate(rows, stage.counted)
+            if stage.batch_input is not None:
+                rows = stage.batch_input(rows)
             elif stage.shuffled:
                 rows = rows.repartition(stage.plan.num_partitions, F.col("key"))
             # The task's partition as the stage sees it: inside a union of stages,
@@ -224,7 +223,7 @@ class BatchPlan:
 
     def _writes(self, sub: SubTopology) -> set[str]:
         return {self.topology.nodes[n].params["topic"] for n in sub.nodes
-                if self.topology.nodes[n].kind == "repartition"}
+                if self.topology.nodes[n].spec.repartition}
 
     def run(self, source: DataFrame, batch_id: int, stream_time: int = -1) -> None:
         """Run the batch: every stage, each task writing its own sink rows."""

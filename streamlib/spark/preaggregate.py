@@ -1,44 +1,52 @@
 """Map-side pre-aggregation of a cached ``count`` in the JVM.
 
-A cached count emits each key's last change per commit, which depends only on how
-many records the key had and their largest timestamp (see
-``StreamAggregateProcessor.count_table``). So a count fed by a repartition needs not
+The count node's own batch lowering (:mod:`streamlib.spark.lowerings`). A cached
+count emits each key's last change per commit, which depends only on how many
+records the key had and their largest timestamp (see
+``StreamCountProcessor.process_batch``). So a count fed by a repartition needs not
 the records themselves but, per key, how many there were: Spark aggregates them
 partially before its shuffle (as its own ``groupBy().count()`` does) and the task
 receives one row per key with ``records``/``weight`` columns.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from streamlib.config import StreamsConfig
-from streamlib.topology import SubTopology, Topology
+from streamlib.node_kinds import COUNT
+from streamlib.spark.lowerings import batch_lowering
+from streamlib.topology import Node, Topology
 
 
-def counted_input(topology: Topology, sub: SubTopology, config: StreamsConfig) -> Optional[str]:
-    """The repartition topic of a sub-topology that is exactly ``repartition source ->
-    cached count (-> anything)`` with matching key bytes; else None."""
-    sources = [topology.nodes[n] for n in sub.nodes if topology.nodes[n].kind == "source"]
-    if len(sources) != 1 or not config.caching:
+@dataclass(frozen=True)
+class PreAggregate:
+    """The count's batch input: its repartition ``topic``'s rows, one per key."""
+
+    topic: str
+
+    def __call__(self, rows: DataFrame) -> DataFrame:
+        return preaggregate(rows, self.topic)
+
+
+@batch_lowering(COUNT)
+def count_lowering(topology: Topology, source: Node, count: Node,
+                   config: StreamsConfig) -> Optional[PreAggregate]:
+    """A cached count whose input keys are its store's own bytes is pre-aggregated
+    (``StreamCountProcessor.takes_batches`` under Spark); an uncached one needs every
+    record. Windowed counts are other node kinds, so never come here."""
+    if not config.caching:
         return None
-    source = sources[0]
-    params = source.params
-    if (not params.get("internal") or params.get("changes") or params.get("timestamp_extractor")
-            or len(params["topics"]) != 1):
+    store = topology.stores[count.params["store"]]
+    if not store.caching:
         return None
-    children = [topology.nodes[c] for c in topology.children(source.name)]
-    if len(children) != 1 or children[0].kind != "aggregate" or children[0].params["op"] != "count":
-        return None
-    store = topology.stores[children[0].params["store"]]
-    if not getattr(store, "caching", True):
-        return None
-    source_key = params.get("key_serde") or config.default_key_serde
+    source_key = source.params.get("key_serde") or config.default_key_serde
     if (store.key_serde or config.default_key_serde) != source_key:
         return None
-    return params["topics"][0]
+    return PreAggregate(source.params["topics"][0])
 
 
 def preaggregate(rows: DataFrame, topic: str) -> DataFrame:

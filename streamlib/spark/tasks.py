@@ -15,7 +15,6 @@ import pyarrow.compute as pc
 from pyspark import TaskContext
 
 from streamlib.config import StreamsConfig
-from streamlib.processors.aggregate import PREAGGREGATED_COLUMNS
 from streamlib.runtime.task import Task
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, split_by_partition
 from streamlib.spark.sink import QUERY_ID_PROPERTY
@@ -61,15 +60,15 @@ def stage_function(plan: StagePlan, batch_id: int, stream_time: int,
         partition = received[0].column(TASK_PARTITION)[0].as_py()
         table = pa.Table.from_batches(received)
         # Spark's batches differ from STAGE_SCHEMA only in nullability and list field
-        # names, plus the counts of pre-aggregated rows.
+        # names, plus the columns a batch lowering added (spark/lowerings.py).
         rows = table.select(STAGE_SCHEMA.names).cast(STAGE_SCHEMA)
         ticks = pc.equal(rows.column("topic"), TICK_TOPIC)
         if pc.any(ticks).as_py():
             keep = pc.invert(ticks)
             table, rows = table.filter(keep), rows.filter(keep)
-        for name, kind in PREAGGREGATED_COLUMNS:
-            if name in table.column_names:
-                rows = rows.append_column(name, table.column(name).cast(kind))
+        for name in table.column_names:
+            if name not in STAGE_SCHEMA.names and name != TASK_PARTITION:
+                rows = rows.append_column(name, table.column(name))
         # The query id is kept in the checkpoint: it names one run of the application
         # across restarts, and a new one after a reset, when batch ids start from 0
         # again while the output topics remain.

@@ -1,0 +1,150 @@
+"""Node kinds: one plain spec per kind of step in the logical graph.
+
+A :class:`NodeKind` says what the topology needs to know about a kind of node (its
+role: source, sink, repartition, table step...) and which kinds of store its nodes
+use. Everything else about a kind is registered next to the code that owns it, keyed
+by the spec: its processor in :mod:`streamlib.processors` (``@processes(KIND)`` on the
+class) and, where Spark runs it differently from a task, its lowering in
+:mod:`streamlib.spark.lowerings`. So a new operator is one spec here (or in its own
+module), one processor, its stores and its tests; no module checks kind names.
+
+A graph :class:`~streamlib.topology.Node` keeps its kind's *name* (a plain string, so
+topologies pickle small and print readably); ``node.spec`` is the registered spec.
+Creating a spec registers it, so a spec defined in another module works once that
+module is imported (under Spark: imported where the topology is unpickled, as for any
+user function).
+
+Examples
+--------
+>>> from streamlib.node_kinds import NodeKind, node_kind
+>>> UPPER = NodeKind("example_upper")
+>>> node_kind("example_upper") is UPPER
+True
+>>> node_kind("suppress").time_aware
+True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+#: Store kinds (``StoreDef.kind``) a step that looks up a table may read: key-value,
+#: or window/session for a windowed table.
+TABLE_STORES = ("kv", "window", "session")
+
+_REGISTRY: dict[str, "NodeKind"] = {}
+
+
+class UnknownNodeKind(KeyError):
+    """No :class:`NodeKind` of that name is registered."""
+
+
+@dataclass(frozen=True)
+class NodeKind:
+    """What the topology knows of one kind of graph node: its name and its roles."""
+
+    name: str
+    #: reads records from a topic (external, or a repartition when ``internal``)
+    source: bool = False
+    #: writes records out of its sub-topology (to a topic or a repartition)
+    sink: bool = False
+    #: writes to a repartition topic: the graph is cut behind it (under Spark: a shuffle)
+    repartition: bool = False
+    #: a node of a global table: described, but run by no task (each task keeps a
+    #: replica of the global store, see :mod:`streamlib.state.global_replica`)
+    global_table: bool = False
+    #: a KTable step that passes a table's changes on: needs old values only if its
+    #: children do (Kafka Streams' ``sendOldValues`` propagation)
+    derived_table: bool = False
+    #: a child of a table that uses only the new value of a change
+    new_value_only: bool = False
+    #: a table step that can keep its rows in a store when a join needs to look them up
+    materializable: bool = False
+    #: acts on stream time (windows, suppress, grace): its task runs at every batch
+    time_aware: bool = False
+    #: a Spark ``Column`` expression: has no processor, runs only through Spark
+    spark_only: bool = False
+    #: the store kinds (``StoreDef.kind``) its nodes may use, owned or looked up
+    stores: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        known = _REGISTRY.get(self.name)
+        if known is not None and known != self:
+            raise ValueError(f"node kind {self.name!r} is already defined differently: {known}")
+        _REGISTRY.setdefault(self.name, self)
+
+    def describe_as(self) -> str:
+        """``Source``, ``Sink`` or ``Processor``: how ``Topology.describe()`` shows it."""
+        return "Source" if self.source else "Sink" if self.sink else "Processor"
+
+
+def node_kind(name: str) -> NodeKind:
+    """The registered spec called ``name``; :class:`UnknownNodeKind` if there is none."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownNodeKind(name) from None
+
+
+def find_node_kind(name: str) -> Optional[NodeKind]:
+    """The registered spec called ``name``, or ``None``."""
+    return _REGISTRY.get(name)
+
+
+# -- streams ------------------------------------------------------------------------------
+SOURCE = NodeKind("source", source=True)
+SINK = NodeKind("sink", sink=True)
+REPARTITION = NodeKind("repartition", sink=True, repartition=True)
+FILTER = NodeKind("filter")
+MAP = NodeKind("map")
+MAP_VALUES = NodeKind("map_values")
+FLAT_MAP = NodeKind("flat_map")
+FLAT_MAP_VALUES = NodeKind("flat_map_values")
+SELECT_KEY = NodeKind("select_key")
+PEEK = NodeKind("peek")
+FOREACH = NodeKind("foreach")
+MERGE = NodeKind("merge")
+BRANCH = NodeKind("branch")
+BRANCH_CHILD = NodeKind("branch_child")
+COLUMN = NodeKind("column", spark_only=True)
+
+# -- tables -------------------------------------------------------------------------------
+TO_STREAM = NodeKind("to_stream", new_value_only=True)
+TABLE_SOURCE = NodeKind("table_source", stores=("kv",))
+TABLE_FILTER = NodeKind("table_filter", derived_table=True, materializable=True, stores=("kv",))
+TABLE_MAP_VALUES = NodeKind("table_map_values", derived_table=True, materializable=True,
+                            stores=("kv",))
+TABLE_SELECT = NodeKind("table_select")
+GLOBAL_SOURCE = NodeKind("global_source", global_table=True)
+GLOBAL_TABLE_SOURCE = NodeKind("global_table_source", global_table=True, stores=("kv",))
+
+# -- aggregations -------------------------------------------------------------------------
+AGGREGATE = NodeKind("aggregate", stores=("kv",))
+#: a grouped stream's ``count()``: an aggregate whose cached result per commit depends
+#: only on how many records each key had, so it has a batch path (and a Spark lowering)
+COUNT = NodeKind("count", stores=("kv",))
+TABLE_AGGREGATE = NodeKind("table_aggregate", stores=("kv",))
+WINDOW_AGGREGATE = NodeKind("window_aggregate", time_aware=True, stores=("window",))
+SLIDING_AGGREGATE = NodeKind("sliding_aggregate", time_aware=True, stores=("window",))
+SESSION_AGGREGATE = NodeKind("session_aggregate", time_aware=True, stores=("session",))
+SUPPRESS = NodeKind("suppress", time_aware=True, stores=("buffer",))
+
+# -- joins --------------------------------------------------------------------------------
+STREAM_TABLE_JOIN = NodeKind("stream_table_join", stores=TABLE_STORES)
+STREAM_TABLE_JOIN_VERSIONED = NodeKind("stream_table_join_versioned", time_aware=True,
+                                       stores=("versioned", "stream_buffer"))
+STREAM_TABLE_JOIN_UPDATE = NodeKind("stream_table_join_update", new_value_only=True,
+                                    stores=("versioned", "stream_buffer"))
+TABLE_JOIN = NodeKind("table_join", derived_table=True, stores=TABLE_STORES)
+TABLE_JOIN_MERGE = NodeKind("table_join_merge", derived_table=True, materializable=True,
+                            stores=("kv",))
+JOIN_WINDOW = NodeKind("join_window", stores=("window",))
+STREAM_JOIN = NodeKind("stream_join", stores=("window",))
+STREAM_OUTER_JOIN = NodeKind("stream_outer_join", time_aware=True, stores=("window", "join_outer"))
+GLOBAL_JOIN = NodeKind("global_join")
+FK_LEFT_SEND = NodeKind("fk_left_send")
+FK_SUBSCRIBE = NodeKind("fk_subscribe")
+FK_SUBSCRIPTION_JOIN = NodeKind("fk_subscription_join", stores=("raw",) + TABLE_STORES)
+FK_FOREIGN_CHANGE = NodeKind("fk_foreign_change", stores=("raw",))
+FK_LEFT_REPLICA = NodeKind("fk_left_replica", stores=("kv",))
+FK_RESPONSE_JOIN = NodeKind("fk_response_join", stores=("kv",))
