@@ -126,7 +126,8 @@ class Topology:
         return {name: topic for name, topic in self.global_stores().items() if name in used}
 
     def sink_topics(self) -> list[str]:
-        return sorted({n.params["topic"] for n in self.nodes.values() if n.spec.sink and not n.spec.repartition})
+        return sorted({n.params["topic"] for n in self.nodes.values()
+                       if n.spec.sink and not n.spec.repartition})
 
     def sends_old_values(self, name: str) -> bool:
         """Whether a KTable node must forward old values (Kafka Streams' ``sendOldValues``):
@@ -208,6 +209,7 @@ class Topology:
         return "\n".join(lines) + "\n"
 
     def _global_pairs(self) -> list[tuple[str, str]]:
+        # the table step of a global table is the one that follows its source
         return [(node.parents[0], node.name) for node in self.nodes.values()
                 if node.spec.global_table and node.parents]
 

@@ -12,11 +12,12 @@ from typing import Callable, TypeVar
 
 from ..node_kinds import NodeKind
 from ..topology import Node, TopologyError
+from .base import Processor
 
 #: node kind -> the processor class that runs its nodes in a task
-PROCESSORS: dict[NodeKind, type] = {}
+PROCESSORS: dict[NodeKind, type[Processor]] = {}
 
-P = TypeVar("P", bound=type)
+P = TypeVar("P", bound=type[Processor])
 
 
 def processes(*kinds: NodeKind) -> Callable[[P], P]:
@@ -33,12 +34,12 @@ def processes(*kinds: NodeKind) -> Callable[[P], P]:
     return register
 
 
-def processor_class(kind: NodeKind) -> type:
+def processor_class(kind: NodeKind) -> type[Processor]:
     """The processor class registered for ``kind``; a KeyError if there is none."""
     return PROCESSORS[kind]  # the package's __init__ imported (so registered) every built-in
 
 
-def processor_for(node: Node) -> type:
+def processor_for(node: Node) -> type[Processor]:
     """The processor class of ``node``, or a TopologyError naming the node."""
     spec = node.spec
     if spec.spark_only:
