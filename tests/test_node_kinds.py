@@ -132,3 +132,14 @@ def test_only_the_count_processor_takes_a_batch_at_once(windowed, tmp_path):
         assert counting.takes_batches(task.processors[source.name].key_serde) is not windowed
     finally:
         stores.close()
+
+
+def test_specs_and_topologies_pickle_plainly():
+    """Nodes keep their kind's name: a topology shipped to Spark workers (cloudpickled,
+    as Spark does) finds the same specs there; a spec itself pickles by value."""
+    import pickle
+
+    from pyspark import cloudpickle
+    topology = pickle.loads(cloudpickle.dumps(rekeyed_count(windowed=False)))
+    assert {node.spec for node in topology} >= {COUNT, node_kind("source"), node_kind("repartition")}
+    assert pickle.loads(pickle.dumps(COUNT)) == COUNT
