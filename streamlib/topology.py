@@ -2,8 +2,8 @@
 
 Nodes are plain, picklable specs (a ``kind`` and its ``params``); what a kind is
 (source, sink, table step, time-aware...) is its :class:`~streamlib.node_kinds.NodeKind`,
-and the processors that run them live in :mod:`streamlib.processors`. A sub-topology is a connected
-part of the graph; repartition steps cut the graph, exactly where Kafka Streams
+and the processors that run them live in :mod:`streamlib.processors`. A sub-topology
+is a connected part of the graph; repartition steps cut the graph, exactly where Kafka Streams
 would write to a repartition topic (under Spark: a shuffle).
 """
 from __future__ import annotations

@@ -9,8 +9,8 @@ from typing import Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..serdes import Serde
 from ..node_kinds import REPARTITION, SINK, SOURCE
+from ..serdes import Serde
 from .base import Processor, ProcessingError
 from .record import Change, Record, decode_change, encode_change
 from .registry import processes

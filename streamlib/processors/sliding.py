@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..windows import Window, Windowed
 from ..node_kinds import SLIDING_AGGREGATE
+from ..windows import Window, Windowed
 from .record import Record
 from .windowed import WindowedAggregateProcessor
 from .registry import processes

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..windows import Windowed
 from ..node_kinds import WINDOW_AGGREGATE
+from ..windows import Windowed
 from .base import Processor
 from .record import Change, Record
 from .tables import TableEmitter
