@@ -3,8 +3,9 @@
 inputs both sides run (a few keys, out-of-order and duplicate timestamps, tombstones,
 null keys).
 
-To add a scenario: add it to ``Scenarios.java`` and to :data:`SCENARIOS` here, with the
-same name.
+To add a scenario: add it to ``Scenarios.java`` (windowed ones in ``WindowScenarios.java``,
+joins in ``JoinScenarios.java``) and to :data:`SCENARIOS` here (``oracle_windows.py``,
+``oracle_joins.py``), with the same name.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ S = Serdes.string()
 L = Serdes.long()
 KEYS = ("a", "b", "c", None)
 WORDS = ("x", "y", "z", "w")
+#: the key of the last record of ``in_order`` scenarios: no table ever has it
+FLUSH_KEY = "flush"
 
 
 @dataclass(frozen=True)
@@ -28,15 +31,23 @@ class Scenario:
     out_value_serde: object
     #: One random input value (``None``: a tombstone).
     value: Callable[[random.Random], Optional[str]]
+    #: One random value of topic ``in2`` (joins' other side); ``None``: one input topic.
+    other_value: Optional[Callable[[random.Random], Optional[str]]] = None
+    #: Timestamps never go back, and a last record (key ``FLUSH_KEY``) moves stream time
+    #: far ahead (the grace joins, see ``oracle_joins.py``).
+    in_order: bool = False
+    #: ``None`` keys on topic ``in`` (Kafka 4.3.1's grace left join fails on them:
+    #: its stream buffer cannot hold a null key)
+    null_keys: bool = True
 
 
-def _strings() -> Consumed:
+def strings() -> Consumed:
     return Consumed.with_(S, S)
 
 
 def wordcount() -> Topology:
     builder = StreamsBuilder()
-    (builder.stream("in", consumed=_strings())
+    (builder.stream("in", consumed=strings())
      .flat_map_values(lambda v: v.split(" "))
      .group_by(lambda k, word: word, Grouped.with_(S, S))
      .count(materialized=Materialized.as_("counts"))
@@ -46,7 +57,7 @@ def wordcount() -> Topology:
 
 def stream_count() -> Topology:
     builder = StreamsBuilder()
-    (builder.stream("in", consumed=_strings()).group_by_key()
+    (builder.stream("in", consumed=strings()).group_by_key()
      .count(materialized=Materialized.as_("counts"))
      .to_stream().to("out", produced=Produced.with_(S, L)))
     return builder.build()
@@ -54,7 +65,7 @@ def stream_count() -> Topology:
 
 def stream_reduce() -> Topology:
     builder = StreamsBuilder()
-    (builder.stream("in", consumed=_strings()).group_by_key()
+    (builder.stream("in", consumed=strings()).group_by_key()
      .reduce(lambda a, b: str(int(a) + int(b)), materialized=Materialized.as_("sums"))
      .to_stream().to("out", produced=Produced.with_(S, S)))
     return builder.build()
@@ -62,7 +73,7 @@ def stream_reduce() -> Topology:
 
 def table_aggregate() -> Topology:
     builder = StreamsBuilder()
-    (builder.table("in", consumed=_strings(), materialized=Materialized.as_("source"))
+    (builder.table("in", consumed=strings(), materialized=Materialized.as_("source"))
      .group_by(lambda k, v: (v, k), Grouped.with_(S, S))
      .aggregate(lambda: 0, lambda k, v, agg: agg + 1 + len(v), lambda k, v, agg: agg - 1 - len(v),
                 materialized=Materialized.as_("agg").with_value_serde(L))
@@ -72,7 +83,7 @@ def table_aggregate() -> Topology:
 
 def table_reduce() -> Topology:
     builder = StreamsBuilder()
-    (builder.table("in", consumed=_strings(), materialized=Materialized.as_("source"))
+    (builder.table("in", consumed=strings(), materialized=Materialized.as_("source"))
      .group_by(lambda k, v: (v[0], v[1:]), Grouped.with_(S, S))
      .reduce(lambda a, b: str(int(a) + int(b)), lambda a, b: str(int(a) - int(b)),
              materialized=Materialized.as_("sums"))
@@ -84,11 +95,11 @@ def _sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
 
 
-def _number_or_tombstone(rng: random.Random) -> Optional[str]:
+def number_or_tombstone(rng: random.Random) -> Optional[str]:
     return None if rng.random() < 0.15 else str(rng.randint(-3, 9))
 
 
-def _word_or_tombstone(rng: random.Random) -> Optional[str]:
+def word_or_tombstone(rng: random.Random) -> Optional[str]:
     return None if rng.random() < 0.2 else rng.choice(WORDS)
 
 
@@ -99,19 +110,39 @@ def _letter_digit_or_tombstone(rng: random.Random) -> Optional[str]:
 SCENARIOS: dict[str, Scenario] = {
     # flat_map_values on a null value fails in Kafka Streams too: no tombstones here.
     "wordcount": Scenario(wordcount, L, _sentence),
-    "stream-count": Scenario(stream_count, L, _number_or_tombstone),
-    "stream-reduce": Scenario(stream_reduce, S, _number_or_tombstone),
-    "table-aggregate": Scenario(table_aggregate, L, _word_or_tombstone),
+    "stream-count": Scenario(stream_count, L, number_or_tombstone),
+    "stream-reduce": Scenario(stream_reduce, S, number_or_tombstone),
+    "table-aggregate": Scenario(table_aggregate, L, word_or_tombstone),
     "table-reduce": Scenario(table_reduce, S, _letter_digit_or_tombstone),
 }
 
 
+def _more() -> None:
+    # imported here: they build on this module's helpers
+    from oracle_joins import JOIN_SCENARIOS
+    from oracle_windows import WINDOW_SCENARIOS
+    SCENARIOS.update(WINDOW_SCENARIOS)
+    SCENARIOS.update(JOIN_SCENARIOS)
+
+
+_more()
+
+
 def random_records(scenario: Scenario, rng: random.Random) -> list[dict]:
-    """1-25 records: keys from a few (and None), timestamps that go back and repeat."""
+    """1-25 records: keys from a few (and None), timestamps that go back and repeat;
+    with two input topics, each record goes to either."""
     records, now = [], rng.randint(0, 50)
+    steps = (0, 0, 1, 3, 5, 10) if scenario.in_order else (-20, -3, 0, 0, 1, 5, 10)
     for _ in range(rng.randint(1, 25)):
-        now = max(0, now + rng.choice((-20, -3, 0, 0, 1, 5, 10)))
-        records.append({"key": rng.choice(KEYS), "value": scenario.value(rng), "timestamp": now})
+        now = max(0, now + rng.choice(steps))
+        if scenario.other_value is not None and rng.random() < 0.5:
+            records.append({"key": rng.choice(KEYS), "value": scenario.other_value(rng), "timestamp": now,
+                            "topic": "in2"})
+        else:
+            key = rng.choice(KEYS if scenario.null_keys else KEYS[:-1])
+            records.append({"key": key, "value": scenario.value(rng), "timestamp": now})
+    if scenario.in_order:
+        records.append({"key": FLUSH_KEY, "value": "end", "timestamp": now + 1000})
     return records
 
 

@@ -100,37 +100,33 @@ class SubscribeProcessor(_FkProcessor):
             self.forward(record.with_(fk, _pack(bytes([instruction]), digest, kb)))
 
         fk_bytes = self.fk_serde.serialize
+        old_fk = None if old is None else self.extractor(old)
         if self.left:
-            if old is not None:
-                old_fk = self.extractor(old)
-                new_fk = None if new is None else self.extractor(new)
-                if old_fk is not None and fk_bytes(new_fk) != fk_bytes(old_fk):
-                    send(old_fk, DELETE_KEY_AND_PROPAGATE)
-                send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-            elif new is not None:
-                send(self.extractor(new), PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-            return
-        if old is not None:
-            old_fk = self.extractor(old)
-            if old_fk is None:
-                self.context.count("dropped_records")
-                return
-            if new is None:
-                send(old_fk, DELETE_KEY_AND_PROPAGATE)
-                return
-            new_fk = self.extractor(new)
-            if new_fk is None:
-                self.context.count("dropped_records")
-                return
-            if fk_bytes(new_fk) != fk_bytes(old_fk):
+            if old is None and new is None:
+                return                  # an idempotent delete: nothing to unset
+            new_fk = None if new is None else self.extractor(new)
+            if old_fk is not None and fk_bytes(new_fk) != fk_bytes(old_fk):
+                # the new subscription's answer replaces the old result: no tombstone
                 send(old_fk, DELETE_KEY_NO_PROPAGATE)
+            # insert, update and delete all need an answer (a delete's None FK included)
             send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-        elif new is not None:
-            new_fk = self.extractor(new)
-            if new_fk is None:
-                self.context.count("dropped_records")
-            else:
-                send(new_fk, PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+            return
+        if new is None:
+            if old_fk is not None:
+                send(old_fk, DELETE_KEY_AND_PROPAGATE)
+            return
+        new_fk = self.extractor(new)
+        if new_fk is None:
+            self.context.count("dropped_records")
+            if old_fk is not None:
+                send(old_fk, DELETE_KEY_AND_PROPAGATE)
+        elif old_fk is not None and fk_bytes(new_fk) != fk_bytes(old_fk):
+            send(old_fk, DELETE_KEY_NO_PROPAGATE)
+            send(new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)   # unset the old FK's result
+        else:
+            # an insert, or an update with the same FK: if there is no match now there was
+            # none before either, so no tombstone is due
+            send(new_fk, PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
 
 
 def _subscription_key(fkb: bytes, kb: bytes) -> bytes:

@@ -37,7 +37,8 @@ class SessionWindowAggregateProcessor(WindowedAggregateProcessor):
         self.observe(timestamp)
         agg = self.initial()
         start = end = timestamp
-        merged = self.store.find_sessions(key, timestamp - self.gap, timestamp + self.gap)
+        merged = self.store.find_sessions(key, max(timestamp - self.gap, self.find_from()),
+                                          timestamp + self.gap)
         for window, value, _ in merged:
             agg = self.merger(key, agg, value)
             start, end = min(start, window.start), max(end, window.end)
@@ -56,6 +57,13 @@ class SessionWindowAggregateProcessor(WindowedAggregateProcessor):
             self.forward_update(record, Windowed(key, window), (key, window), agg, None, end)
         self.emit_closed(record.headers)
 
+    def find_from(self) -> int:
+        """The earliest session end a merge may see. Kafka's session stores (both
+        kinds) hide sessions ending at or before store time − retention from
+        ``findSessions`` at once (``getActualFrom``), whatever their segments hold; such
+        a session is then neither merged nor deleted, and a new one may replace it."""
+        return self.store_time - self.retention_ms + 1 if self.store_time >= 0 else 0
+
     def expired_before(self) -> int:
         """Sessions ending before this are gone. Kafka's time-ordered session store
         (on_window_close) hides ends < store time − retention; its key-ordered one drops
@@ -71,5 +79,10 @@ class SessionWindowAggregateProcessor(WindowedAggregateProcessor):
         lower = max(0, self.last_emit_close_time)
         if upper < 0 or upper < lower:
             return None
-        return [(windowed, value, windowed.window.end)
-                for windowed, value, _ in self.store.fetch_all(lower, upper)]
+        closed = [(windowed, value, windowed.window.end)
+                  for windowed, value, _ in self.store.fetch_all(lower, upper)]
+        # Kafka's time-ordered session store (emit-final) keys sessions by end, start,
+        # key bytes: sessions ending together are emitted by start first
+        serialize = self.store.key_serde.serialize
+        closed.sort(key=lambda c: (c[0].window.end, c[0].window.start, serialize(c[0].key)))
+        return closed

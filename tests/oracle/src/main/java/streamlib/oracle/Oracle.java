@@ -8,6 +8,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Properties;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -20,15 +22,14 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.TopologyTestDriver;
-import org.apache.kafka.streams.state.BuiltInDslStoreSuppliers;
 import org.apache.kafka.streams.test.TestRecord;
 
 /**
  * Runs cases through Kafka Streams' TopologyTestDriver, caching off.
  *
  * <p>stdin: one JSON object per line, {"scenario": name, "case": n, "records":
- * [{"key": k, "value": v, "timestamp": t}, ...]} (k, v strings or null), piped into
- * topic "in" in order. stdout: one line per case, {"scenario", "case", "output":
+ * [{"key": k, "value": v, "timestamp": t, "topic": name}, ...]} (k, v strings or null;
+ * topic "in" unless given), piped in order. stdout: one line per case, {"scenario", "case", "output":
  * [{"key", "value", "timestamp", "headers": {name: utf-8 value}}]}, the records of
  * topic "out" in order. An exception in a case is reported as {"error": message}.
  */
@@ -58,6 +59,7 @@ public final class Oracle {
                 }
                 out.write(JSON.writeValueAsString(response));
                 out.newLine();
+                out.flush();   // the tests read answers while later cases still run
             }
         }
     }
@@ -72,20 +74,26 @@ public final class Oracle {
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
-        // In-memory stores: the same semantics as RocksDB's, without opening a database per case.
-        props.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG,
-                BuiltInDslStoreSuppliers.InMemoryDslStoreSuppliers.class);
+        props.put(StreamsConfig.DSL_STORE_SUPPLIERS_CLASS_CONFIG, WindowStoresInRocksDB.class);
+        props.put(StreamsConfig.ROCKSDB_CONFIG_SETTER_CLASS_CONFIG, LightRocksDB.class);
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        // Emit-final windows and left/outer stream-stream joins look for closed windows at most
+        // once per wall-clock second; the test driver's clock stands still, so that throttle
+        // would hide results that stream time has made final. Stream time alone decides here.
+        props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_WINDOWED_AGGREGATION, 0L);
+        props.put(StreamsConfig.InternalConfig.EMIT_INTERVAL_MS_KSTREAMS_OUTER_JOIN_SPURIOUS_RESULTS_FIX, 0L);
         ArrayNode output = JSON.createArrayNode();
         try (TopologyTestDriver driver = new TopologyTestDriver(scenario.topology().get(), props, Instant.EPOCH)) {
-            TestInputTopic<String, String> input = driver.createInputTopic(
-                    "in", Serdes.String().serializer(), Serdes.String().serializer());
+            Map<String, TestInputTopic<String, String>> inputs = new HashMap<>();
             @SuppressWarnings("unchecked")
             TestOutputTopic<Object, Object> topic = driver.createOutputTopic("out",
                     (org.apache.kafka.common.serialization.Deserializer<Object>) scenario.outKey(),
                     (org.apache.kafka.common.serialization.Deserializer<Object>) scenario.outValue());
             for (JsonNode record : request.get("records")) {
+                String name = record.hasNonNull("topic") ? record.get("topic").asText() : "in";
+                TestInputTopic<String, String> input = inputs.computeIfAbsent(name, t -> driver.createInputTopic(
+                        t, Serdes.String().serializer(), Serdes.String().serializer()));
                 input.pipeInput(text(record.get("key")), text(record.get("value")),
                         record.get("timestamp").asLong());
             }

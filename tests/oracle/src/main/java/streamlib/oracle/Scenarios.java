@@ -19,8 +19,9 @@ import org.apache.kafka.streams.state.KeyValueStore;
 
 /**
  * The named scenario topologies. Each reads String keys and values from topic "in"
- * and writes to topic "out"; tests/oracle_scenarios.py builds the same topologies
- * with streamlib. To add a scenario (windows, joins), add an entry here and there.
+ * (joins: also "in2") and writes to topic "out"; tests/oracle_scenarios.py builds the
+ * same topologies with streamlib. To add a scenario, add an entry here (windowed ones
+ * in WindowScenarios, joins in JoinScenarios) and there.
  */
 final class Scenarios {
 
@@ -42,9 +43,11 @@ final class Scenarios {
                 Serdes.String().deserializer(), Serdes.Long().deserializer()));
         ALL.put("table-reduce", new Scenario(Scenarios::tableReduce,
                 Serdes.String().deserializer(), Serdes.String().deserializer()));
+        WindowScenarios.register(ALL);
+        JoinScenarios.register(ALL);
     }
 
-    private static Consumed<String, String> strings() {
+    static Consumed<String, String> strings() {
         return Consumed.with(Serdes.String(), Serdes.String());
     }
 
