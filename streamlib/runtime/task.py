@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 
 from ..config import StreamsConfig
 from ..processors import Processor, ProcessorContext, SourceProcessor, build_processors
-from ..processors.stores import TypedStore, typed_store
+from ..processors.stores import TypedStore, entries_per_record, typed_store
 from ..processors.timers import STREAM_TIME, WALL_CLOCK_TIME, Timers
 from ..state import StoreSpec
 from ..topology import SubTopology, Topology
@@ -52,7 +52,8 @@ class Task:
         """The stores this task needs, with their changelog topics."""
         defs = [self.topology.stores[name] for name in self.sub.stores]
         return [StoreSpec(name=d.name, changelog_topic=self.config.changelog_topic(d.name),
-                          logging=d.logging) for d in defs]
+                          logging=d.logging, entries_per_record=entries_per_record(d.kind))
+                for d in defs]
 
     @property
     def stateful(self) -> bool:
