@@ -77,17 +77,32 @@ class SourceProcessor(Processor):
         self.forward(record)
 
     def batch_child(self) -> Optional[Processor]:
-        """The one child that can take this source's rows as a whole table, if any:
-        a batch-counting aggregation behind a repartition (whose bytes streamlib wrote
-        itself with the same key serde, so they need no per-record decoding)."""
-        if (not self.node.params.get("internal") or self.changes or self.extractor is not None
-                or len(self.children) != 1):
+        """The one child that can take this source's rows as a whole table, if any: a
+        batch-counting aggregation with this source's key serde, behind a repartition
+        (whose bytes streamlib wrote itself, so they need no per-record decoding) or
+        on a topic whose serdes can check a whole batch (see :meth:`takes_table`)."""
+        checked = self.key_serde.check_batch is not None and self.value_serde.check_batch is not None
+        if ((not self.node.params.get("internal") and not checked) or self.changes
+                or self.extractor is not None or len(self.children) != 1):
             return None
         child = self.children[0]
         counts = getattr(child, "counts_batches", None)
         if counts is None or not counts() or child.store.key_serde != self.key_serde:
             return None
         return child
+
+    def takes_table(self, rows: pa.Table) -> bool:
+        """Whether the batch child may take ``rows`` whole: always behind a repartition;
+        from a user topic only when per-record processing would neither drop a record
+        (timestamps all valid) nor send one to the deserialization handler (every key and
+        value decodes and encodes back to the same bytes), so the outcome is the same."""
+        if self.node.params.get("internal"):
+            return True
+        stamps = rows.column("timestamp")
+        if stamps.null_count or (len(stamps) and pc.min(stamps).as_py() < 0):
+            return False
+        return (self.key_serde.check_batch(rows.column("key"))
+                and self.value_serde.check_batch(rows.column("value")))
 
     def receive_table(self, rows: pa.Table, topic: str) -> None:
         """Count the rows in and advance stream time, for a batch child's table."""

@@ -125,7 +125,7 @@ class Task:
         if table.num_rows == 0:
             return
         table = table.take(processing_order(table))
-        if self._batch_child is not None:
+        if self._batch_child is not None and self._takes_table(table):
             topic, source, child = self._batch_child
             source.receive_table(table, topic)
             child.count_table(table, topic)
@@ -144,6 +144,13 @@ class Task:
                                    tuple((h["key"], h["value"]) for h in hdrs) if hdrs else ())
             if context.stream_time >= timers.next_stream_due:
                 timers.fire(STREAM_TIME, context.stream_time)
+
+    def _takes_table(self, table: pa.Table) -> bool:
+        """Whether the batch child may take ``table`` whole: its source accepts the rows,
+        and no stream-time timer falls due within them (they fire between records)."""
+        newest = pc.max(table.column("timestamp")).as_py()
+        newest = self.context.stream_time if newest is None else max(newest, self.context.stream_time)
+        return newest < self.context.timers.next_stream_due and self._batch_child[1].takes_table(table)
 
     def commit(self) -> None:
         """End the batch: flush cached table updates, then commit the stores."""

@@ -39,6 +39,16 @@ class TimedStore(TypedStore):
             cached = self._cache[dk] = self._decode(self.store.get(dk))
         return cached
 
+    def _get_many(self, kbs: list[bytes], slots: list[Slot]) -> list[tuple[bytes, Entry]]:
+        """``(data key, entry)`` of many entries: one multi-get for those not read yet."""
+        dks = [self.layout.data_key(kb, slot) for kb, slot in zip(kbs, slots)]
+        cache = self._cache
+        missing = [dk for dk in dks if dk not in cache]
+        if missing:
+            for dk, raw in zip(missing, self.store.get_many(missing)):
+                cache[dk] = self._decode(raw)
+        return [(dk, cache[dk]) for dk in dks]
+
     def _set(self, kb: bytes, slot: Slot, dk: bytes, entry: Entry, stamp: Optional[int]) -> None:
         self._cache[dk] = entry
         self._dirty[dk] = stamp
