@@ -21,13 +21,22 @@ def _preview(data: bytes, limit: int = 16) -> str:
 
 
 class Serde:
-    """A named pair of ``serialize(obj) -> bytes`` and ``deserialize(bytes) -> obj``."""
+    """A named pair of ``serialize(obj) -> bytes`` and ``deserialize(bytes) -> obj``.
+
+    ``check_batch(array)`` (built-in serdes only): whether every value of a binary Arrow
+    array deserializes and serializes back to the same bytes, so a batch path may use
+    the bytes as they are (None: unknown, records are decoded one by one)."""
+
+    check_batch: Optional[Callable[[Any], bool]] = None
 
     def __init__(self, name: str, serialize: Callable[[Any], bytes],
-                 deserialize: Callable[[bytes], Any]):
+                 deserialize: Callable[[bytes], Any],
+                 check_batch: Optional[Callable[[Any], bool]] = None):
         self.name = name
         self._serialize = serialize
         self._deserialize = deserialize
+        if check_batch is not None:
+            self.check_batch = check_batch
 
     def serialize(self, obj: Any) -> Optional[bytes]:
         if obj is None:
@@ -71,6 +80,32 @@ def _fixed(fmt: str, size: int, kind: str) -> tuple[Callable, Callable]:
     return encode, decode
 
 
+def _all_utf8(array: Any) -> bool:
+    """Every value is valid UTF-8 (Arrow's check rejects what Python's decode rejects:
+    surrogates, overlong forms, truncated sequences)."""
+    import pyarrow as pa
+
+    try:
+        array.cast(pa.string())
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _any_bytes(array: Any) -> bool:
+    return True
+
+
+def _all_sized(size: int) -> Callable[[Any], bool]:
+    def check(array: Any) -> bool:
+        import pyarrow.compute as pc
+
+        lengths = pc.binary_length(array)
+        return lengths.null_count == len(lengths) or (pc.min(lengths).as_py() == size
+                                                      and pc.max(lengths).as_py() == size)
+    return check
+
+
 def _decode_utf8(data: bytes) -> str:
     return bytes(data).decode("utf-8")
 
@@ -93,17 +128,17 @@ class Serdes:
     @staticmethod
     def string() -> Serde:
         """UTF-8 text."""
-        return Serde("string()", _encode_str, _decode_utf8)
+        return Serde("string()", _encode_str, _decode_utf8, _all_utf8)
 
     @staticmethod
     def long() -> Serde:
         """64-bit signed big-endian integer (Kafka's ``LongSerializer``)."""
-        return Serde("long()", *_fixed(">q", 8, "long"))
+        return Serde("long()", *_fixed(">q", 8, "long"), _all_sized(8))
 
     @staticmethod
     def integer() -> Serde:
         """32-bit signed big-endian integer (Kafka's ``IntegerSerializer``)."""
-        return Serde("integer()", *_fixed(">i", 4, "integer"))
+        return Serde("integer()", *_fixed(">i", 4, "integer"), _all_sized(4))
 
     @staticmethod
     def double() -> Serde:
@@ -113,7 +148,7 @@ class Serdes:
     @staticmethod
     def bytes() -> Serde:
         """Raw bytes, unchanged."""
-        return Serde("bytes()", _encode_bytes, bytes)
+        return Serde("bytes()", _encode_bytes, bytes, _any_bytes)
 
     @staticmethod
     def json() -> Serde:

@@ -145,17 +145,17 @@ class Topology:
         return False
 
     def batch_reader(self, sub: SubTopology) -> Optional[tuple[Node, Node]]:
-        """``(source, step)`` when ``sub``'s only source reads one repartition topic as
-        streamlib wrote it (no change pairs, no timestamp extractor) and ``step`` alone
-        reads that source: the step may then take a batch's rows at once (its processor's
-        ``takes_batches``), and under Spark be lowered so (:mod:`streamlib.spark.lowerings`)."""
+        """``(source, step)`` when ``sub``'s only source reads one topic (no change pairs,
+        no timestamp extractor) and ``step`` alone reads that source: the step may then
+        take a batch's rows at once (its processor's ``takes_batches``, when the source's
+        ``takes_table`` accepts the rows), and, behind a repartition whose bytes streamlib
+        wrote itself, be lowered so under Spark (:mod:`streamlib.spark.lowerings`)."""
         sources = [self.nodes[name] for name in sub.nodes if self.nodes[name].spec.source]
         if len(sources) != 1:
             return None
         source = sources[0]
         params = source.params
-        if (not params.get("internal") or params.get("changes") or params.get("timestamp_extractor")
-                or len(params["topics"]) != 1):
+        if params.get("changes") or params.get("timestamp_extractor") or len(params["topics"]) != 1:
             return None
         children = self.children(source.name)
         return (source, self.nodes[children[0]]) if len(children) == 1 else None

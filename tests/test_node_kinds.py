@@ -116,9 +116,12 @@ def test_a_windowed_count_never_takes_the_cached_count_lowering():
 
 
 @pytest.mark.parametrize("windowed", [False, True], ids=["count", "windowed-count"])
-def test_only_the_count_processor_takes_a_batch_at_once(windowed, tmp_path):
-    """A task (under the driver as under Spark) hands a batch to a processor at once
-    only if it takes batches: the cached count does, the windowed count does not."""
+def test_each_count_takes_a_batch_its_own_way(windowed, tmp_path):
+    """A task (under the driver as under Spark) hands a batch to a processor at once only
+    through that processor's own ``process_batch``: the cached count's, or the cached
+    windowed count's (which assigns windows; it never sees the count's pre-aggregated rows)."""
+    from streamlib.processors.aggregate import StreamCountProcessor
+
     topology = rekeyed_count(windowed)
     sub = counting_stage(topology)
     task = Task(topology, sub, 0, config())
@@ -129,7 +132,9 @@ def test_only_the_count_processor_takes_a_batch_at_once(windowed, tmp_path):
         counting = task.processors[step.name]
         assert type(counting).__name__ == ("TimeWindowAggregateProcessor" if windowed
                                            else "StreamCountProcessor")
-        assert counting.takes_batches(task.processors[source.name].key_serde) is not windowed
+        assert counting.takes_batches(task.processors[source.name].key_serde)
+        own = type(counting).process_batch is StreamCountProcessor.process_batch
+        assert own is not windowed
     finally:
         stores.close()
 

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from streamlib import Serdes, StreamsConfig
-from streamlib.processors.stores import (SessionStoreView, TimestampedKeyValueStore,
+from streamlib.processors.stores import (SessionStoreView, TimestampedKeyValueStore, entries_per_record,
                                          TimestampedWindowStore, WindowStoreView, query_view,
                                          typed_store)
 from streamlib.processors.stores.layout import INDEX_TAG, SESSIONS, WINDOWS
@@ -373,3 +373,21 @@ def test_query_views_over_two_task_copies(tmp_path, backend):
     finally:
         for stores in copies:
             stores.close()
+
+
+def test_metrics_count_windows_and_sessions_not_their_index_entries(tmp_path):
+    """``entries`` (what ``app.metrics()["store_sizes"]`` sums) counts user records."""
+    specs = [StoreSpec(d.name, logging=False, entries_per_record=entries_per_record(d.kind))
+             for d in (WDEF, SDEF, KDEF)]
+    with open_task_stores(tmp_path / "t", specs) as stores:
+        w, s = begin(stores, 0)
+        k = typed_store(KDEF, stores["k"], CONFIG)
+        for start in range(0, 500, SIZE):
+            w.put("a", start, 1, start)
+        w.put("b", 0, 1, 0)
+        s.put("a", Window(0, 10), 7, timestamp=10)
+        k.put("a", 1, 0)
+        commit(stores, w, s, k)
+        assert len(raw(stores, "w")) == 12            # data + time index per window
+        sizes = {name: m["entries"] for name, m in stores.metrics()["stores"].items()}
+        assert sizes == {"w": 6, "s": 1, "k": 1, "__task_meta": 0}

@@ -131,8 +131,11 @@ def test_windows_close_on_idle_tasks(spark, tmp_path):
                                   partition=hash(key) % 2)
     workspace.backend.flush()
     app = workspace.run(spark, final_counts_topology())
+    first = app.metrics()
     app.stop()
     assert workspace.read("final", WINDOWED, L) == []
+    # four windows: the store's time-index entries are not counted as records
+    assert first["store_sizes"]["counts"] == 4
     workspace.backend.produce("events", key=b"z", value=b"v", timestamp=5000, partition=0)
     workspace.backend.flush()
     app = workspace.run(spark, final_counts_topology())

@@ -79,6 +79,19 @@ class SourceProcessor(Processor):
     def process(self, record: Record) -> None:
         self.forward(record)
 
+    def takes_table(self, rows: pa.Table) -> bool:
+        """Whether the batch child may take ``rows`` whole: always behind a repartition;
+        from a user topic only when per-record processing would neither drop a record
+        (timestamps all valid) nor send one to the deserialization handler (every key and
+        value decodes and encodes back to the same bytes), so the outcome is the same."""
+        if self.node.params.get("internal"):
+            return True
+        stamps = rows.column("timestamp")
+        if stamps.null_count or (len(stamps) and pc.min(stamps).as_py() < 0):
+            return False
+        return (self.key_serde.check_batch(rows.column("key"))
+                and self.value_serde.check_batch(rows.column("value")))
+
     def receive_table(self, rows: pa.Table, topic: str) -> None:
         """Count the rows in and advance stream time, for a table of rows its one child
         takes at once (``Topology.batch_reader``)."""

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from ..node_kinds import WINDOW_AGGREGATE
 from ..windows import Windowed
 from .base import Processor
@@ -155,6 +159,63 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
             self.forward_update(record, Windowed(key, window), (key, window.start), new, old,
                                 new_timestamp)
         self.emit_closed(record.headers)
+
+    def takes_batches(self, key_serde: Any) -> bool:
+        """Whether :meth:`process_batch` may replace per-record processing: a cached
+        ``count`` that emits on update forwards, per window, only the last change of
+        the commit, so what it emits follows from each window's record count, largest
+        timestamp and last record (under ``on_window_close`` finals are forwarded
+        between records, and it does not); its input keys must be in the store's serde."""
+        return (self.node.params.get("op") == "count" and self.emitter.caching
+                and self.store.key_serde == key_serde)
+
+    def process_batch(self, rows: pa.Table, topic: str) -> None:
+        """Count ``rows`` (in processing order, keys as the store serializes them) per
+        key and window, exactly as :meth:`process` one record at a time would: the
+        observed time is the running maximum of the timestamps, a window already closed
+        at a record drops it (counted per window), a record with no key is dropped
+        before it moves the time. Windows are assigned for the whole batch at once, the
+        touched windows read with one multi-get and written once, and the updates
+        handed to the emitter in the order of each window's last update."""
+        keyed = rows.filter(pc.is_valid(rows.column("key")))
+        if keyed.num_rows < rows.num_rows:
+            self.context.count("dropped_records", rows.num_rows - keyed.num_rows)
+        if keyed.num_rows == 0:
+            return
+        stamps = keyed.column("timestamp").to_numpy()
+        observed = np.maximum.accumulate(np.maximum(stamps, self.observed_time))
+        row_of, starts = self.windows.assign(stamps)
+        live = starts + self.windows.size_ms > observed[row_of] - self.close_offset_ms
+        if not live.all():
+            self.context.count("dropped_records", int(len(live) - live.sum()))
+            row_of, starts = row_of[live], starts[live]
+        self.observe(int(observed[-1]))
+        if len(starts) == 0:
+            return
+        updates = pa.table({"key": keyed.column("key").take(row_of), "start": starts,
+                            "timestamp": stamps[row_of], "order": np.arange(len(starts))})
+        windows = (updates.group_by(["key", "start"], use_threads=False)
+                   .aggregate([("timestamp", "max"), ("order", "max"), ("order", "count")])
+                   .sort_by("order_max"))
+        kbs = windows.column("key").to_pylist()
+        window_starts = windows.column("start").to_pylist()
+        last = keyed.take(pa.array(row_of[windows.column("order_max").to_numpy()]))
+        store, window_at, key_serde = self.store, self.windows.window_at, self.store.key_serde
+        previous = store.get_many_by_bytes(kbs, window_starts)
+        for kb, start, n, newest, prev, partition, offset, headers in zip(
+                kbs, window_starts, windows.column("order_count").to_pylist(),
+                windows.column("timestamp_max").to_pylist(), previous,
+                last.column("partition").to_pylist(), last.column("offset").to_pylist(),
+                last.column("headers").to_pylist()):
+            old, timestamp = (None, newest) if prev is None else (prev[0], max(newest, prev[1]))
+            new = (self.initial() if old is None else old) + n
+            store.put_by_bytes(kb, start, new, timestamp)
+            key = key_serde.deserialize(kb)
+            record = Record(Windowed(key, window_at(start)), None, timestamp,
+                            tuple((h["key"], h["value"]) for h in headers) if headers else (),
+                            topic, partition, offset)
+            self.emitter.emit(record, (key, start), new, old, timestamp)
+        self.stored(int(starts.max()))
 
     def closed_windows(self, close_time: int) -> Optional[list[tuple[Windowed, Any, int]]]:
         size = self.windows.size_ms

@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 
 from ..config import StreamsConfig
 from ..processors import Processor, ProcessorContext, SourceProcessor, build_processors
-from ..processors.stores import TypedStore, typed_store
+from ..processors.stores import TypedStore, entries_per_record, typed_store
 from ..processors.timers import STREAM_TIME, WALL_CLOCK_TIME, Timers
 from ..state import StoreSpec
 from ..topology import SubTopology, Topology
@@ -52,7 +52,8 @@ class Task:
         """The stores this task needs, with their changelog topics."""
         defs = [self.topology.stores[name] for name in self.sub.stores]
         return [StoreSpec(name=d.name, changelog_topic=self.config.changelog_topic(d.name),
-                          logging=d.logging) for d in defs]
+                          logging=d.logging, entries_per_record=entries_per_record(d.kind))
+                for d in defs]
 
     @property
     def stateful(self) -> bool:
@@ -124,7 +125,7 @@ class Task:
         if table.num_rows == 0:
             return
         table = table.take(processing_order(table))
-        if self._batch_child is not None:
+        if self._batch_child is not None and self._takes_table(table):
             topic, source, child = self._batch_child
             source.receive_table(table, topic)
             child.process_batch(table, topic)
@@ -143,6 +144,13 @@ class Task:
                                    tuple((h["key"], h["value"]) for h in hdrs) if hdrs else ())
             if context.stream_time >= timers.next_stream_due:
                 timers.fire(STREAM_TIME, context.stream_time)
+
+    def _takes_table(self, table: pa.Table) -> bool:
+        """Whether the batch child may take ``table`` whole: its source accepts the rows,
+        and no stream-time timer falls due within them (they fire between records)."""
+        newest = pc.max(table.column("timestamp")).as_py()
+        newest = self.context.stream_time if newest is None else max(newest, self.context.stream_time)
+        return newest < self.context.timers.next_stream_due and self._batch_child[1].takes_table(table)
 
     def commit(self) -> None:
         """End the batch: flush cached table updates, then commit the stores."""

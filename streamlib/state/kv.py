@@ -27,12 +27,14 @@ class Changes(NamedTuple):
     prior: list[Optional[bytes]]
 
 
-def _merge(stored: Iterator[KeyValue], pending: list[tuple[bytes, Optional[bytes]]]) -> Iterator[KeyValue]:
-    """Merge two key-ordered streams; a pending entry replaces the stored one, None deletes."""
+def _merge(stored: Iterator[KeyValue], pending: list[tuple[bytes, Optional[bytes]]],
+           descending: bool = False) -> Iterator[KeyValue]:
+    """Merge two key-ordered streams (both ascending, or both ``descending``); a pending
+    entry replaces the stored one, None deletes."""
     pending_iter = iter(pending)
     head = next(pending_iter, None)
     for key, value in stored:
-        while head is not None and head[0] < key:
+        while head is not None and (head[0] > key if descending else head[0] < key):
             if head[1] is not None:
                 yield head
             head = next(pending_iter, None)
@@ -126,6 +128,11 @@ class KeyValueStore(KeyValueReads):
     def _scan(self, bounds: Bounds) -> Iterator[KeyValue]:
         pending = sorted(item for item in self._pending.items() if within(item[0], bounds))
         return _merge(self._db.scan(bounds), pending)
+
+    def _scan_reverse(self, bounds: Bounds) -> Iterator[KeyValue]:
+        pending = sorted((item for item in self._pending.items() if within(item[0], bounds)),
+                         reverse=True)
+        return _merge(self._db.scan_reverse(bounds), pending, descending=True)
 
     def approximate_num_entries(self) -> int:
         """RocksDB's estimate plus the pending puts (an upper bound for them)."""

@@ -42,6 +42,9 @@ class ReadOnlyKeyValueStore(KeyValueReads):
     def _scan(self, bounds: Bounds) -> Iterator[KeyValue]:
         return self._db.scan(bounds)
 
+    def _scan_reverse(self, bounds: Bounds) -> Iterator[KeyValue]:
+        return self._db.scan_reverse(bounds)
+
     def approximate_num_entries(self) -> int:
         return self._db.approximate_num_entries()
 

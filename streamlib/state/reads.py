@@ -22,6 +22,15 @@ class KeyValueReads(ABC):
     @abstractmethod
     def approximate_num_entries(self) -> int: ...
 
+    def _scan_reverse(self, bounds: Bounds) -> Iterator[KeyValue]:
+        """Entries within ``bounds`` in descending key order. This fallback reads the
+        range forwards; stores over RocksDB seek backwards instead."""
+        return reversed(list(self._scan(bounds)))
+
+    def between_reversed(self, lower: Optional[bytes], upper: Optional[bytes]) -> Iterator[KeyValue]:
+        """Entries with ``lower <= key < upper`` in *descending* key order."""
+        return self._scan_reverse((lower, upper))
+
     def get(self, key: bytes) -> Optional[bytes]:
         return self.get_many([key])[0]
 

@@ -128,6 +128,30 @@ class RocksDB:
                 return
             lower = page[-1][0] + b"\x00"
 
+    def scan_reverse(self, bounds: Bounds) -> Iterator[tuple[bytes, bytes]]:
+        """Data entries within ``bounds`` in *descending* key order: one seek-for-prev to
+        the last key below the upper bound, then backwards. Pages start small and grow,
+        as a caller often wants only the first entry (a version lookup). The bounds are
+        checked here: rocksdict's backward iteration does not honour a lower bound."""
+        lower, upper = bounds
+        size = 8
+        while True:
+            opts = ReadOptions()
+            if upper is not None:
+                opts.set_iterate_upper_bound(upper)
+            it = (self._db.items(backwards=True, from_key=upper, read_opt=opts) if upper is not None
+                  else self._db.items(backwards=True, read_opt=opts))
+            page = list(islice(it, size))
+            for kv in page:
+                if lower is not None and kv[0] < lower:
+                    return
+                if upper is None or kv[0] < upper:
+                    yield kv
+            if len(page) < size:
+                return
+            upper = page[-1][0]
+            size = min(size * 4, _SCAN_PAGE)
+
     def approximate_num_entries(self) -> int:
         return self._db.property_int_value("rocksdb.estimate-num-keys") or 0
 

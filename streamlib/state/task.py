@@ -29,10 +29,15 @@ class StoreSpec:
     name: str
     changelog_topic: Optional[str] = None
     logging: bool = True
+    #: byte-store entries one user record takes (a window, session or version: its data
+    #: and its time-index entry), so :meth:`TaskStores.metrics` counts user records
+    entries_per_record: int = 1
 
     def __post_init__(self):
         if not self.name or self.name.startswith("__") or "/" in self.name:
             raise ValueError(f"invalid store name {self.name!r}")
+        if self.entries_per_record < 1:
+            raise ValueError(f"store {self.name!r}: entries_per_record must be >= 1")
         if self.logging and not self.changelog_topic:
             raise ValueError(f"store {self.name!r} logs changes but names no changelog_topic")
 
@@ -40,9 +45,11 @@ class StoreSpec:
 class TaskStores(Mapping[str, KeyValueStore]):
     """A mapping store name -> :class:`KeyValueStore`, plus the batch lifecycle."""
 
-    def __init__(self, stores: dict[str, TaskStore], meta: TaskStore):
+    def __init__(self, stores: dict[str, TaskStore], meta: TaskStore,
+                 entries_per_record: Optional[dict[str, int]] = None):
         self._stores = stores
         self._meta = meta
+        self._per_record = entries_per_record or {}
         self._batch: Optional[int] = None
 
     def _all(self) -> list[TaskStore]:
@@ -109,9 +116,12 @@ class TaskStores(Mapping[str, KeyValueStore]):
         return offsets
 
     def metrics(self) -> dict:
-        """Totals over the task's stores plus ``stores``: name -> that store's counters."""
+        """Totals over the task's stores plus ``stores``: name -> that store's counters.
+        ``entries`` is about the number of user records (windows, sessions, key-values),
+        not of byte-store entries: a window store's time index is not counted."""
         per_store = {store.name: {**store.metrics.as_dict(),
-                                  "entries": store.kv.approximate_num_entries()}
+                                  "entries": store.kv.approximate_num_entries()
+                                  // self._per_record.get(store.name, 1)}
                      for store in self._all()}
         totals = {key: sum(m[key] for m in per_store.values()) for key in _SUMMED}
         return {**totals, "stores": per_store}
@@ -146,4 +156,5 @@ def open_task_stores(task_dir: str | os.PathLike, specs: Sequence[StoreSpec],
             store.close()
         raise
     *stores, meta = opened
-    return TaskStores({store.name: store for store in stores}, meta)
+    return TaskStores({store.name: store for store in stores}, meta,
+                      {spec.name: spec.entries_per_record for spec in specs})

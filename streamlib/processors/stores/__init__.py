@@ -5,10 +5,10 @@
 """
 from .base import TypedStore
 from .keyvalue import KeyValueStoreView, TimestampedKeyValueStore
-from .kinds import STORE_KINDS, query_view, typed_store
+from .kinds import STORE_KINDS, entries_per_record, query_view, typed_store
 from .session import SessionStore, SessionStoreView
 from .window import TimestampedWindowStore, WindowStoreView
 
-__all__ = ["KeyValueStoreView", "STORE_KINDS", "SessionStore", "SessionStoreView",
+__all__ = ["KeyValueStoreView", "STORE_KINDS", "entries_per_record", "SessionStore", "SessionStoreView",
            "TimestampedKeyValueStore", "TimestampedWindowStore", "TypedStore", "WindowStoreView",
            "query_view", "typed_store"]

@@ -43,20 +43,23 @@ def _window_view(d: StoreDef, s: Any, k: Serde, v: Serde) -> Any:
 class StoreKind(NamedTuple):
     typed: Build
     view: Build
+    #: byte-store entries per user record: 2 for the kinds over a :mod:`.layout` (data
+    #: and time index; a meta key more is lost in the division)
+    entries_per_record: int = 1
 
 
 STORE_KINDS: dict[str, StoreKind] = {
     "kv": StoreKind(lambda d, s, k, v: TimestampedKeyValueStore(d.name, s, k, v),
                     lambda d, s, k, v: KeyValueStoreView(d.name, s, k, v)),
-    "window": StoreKind(_window_store, _window_view),
+    "window": StoreKind(_window_store, _window_view, 2),
     "session": StoreKind(lambda d, s, k, v: SessionStore(d.name, s, k, v),
-                         lambda d, s, k, v: SessionStoreView(d.name, s, k, v)),
+                         lambda d, s, k, v: SessionStoreView(d.name, s, k, v), 2),
     "buffer": StoreKind(lambda d, s, k, v: TimeOrderedBuffer(d.name, s), _not_queryable),
     # the stream–table join with grace: table history and stream records, both kept
     # for retention_ms (the grace) behind stream time
     "versioned": StoreKind(lambda d, s, k, v: VersionedKeyValueStore(d.name, s, k, v, d.retention_ms),
-                           _not_queryable),
-    "stream_buffer": StoreKind(lambda d, s, k, v: StreamBuffer(d.name, s, k, v), _not_queryable),
+                           _not_queryable, 2),
+    "stream_buffer": StoreKind(lambda d, s, k, v: StreamBuffer(d.name, s, k, v), _not_queryable, 2),
     "join_outer": StoreKind(lambda d, s, k, v: OuterJoinBuffer(d.name, s), _not_queryable),
     "raw": StoreKind(lambda d, s, k, v: RawStore(d.name, s), _not_queryable),
 }
@@ -65,6 +68,17 @@ STORE_KINDS: dict[str, StoreKind] = {
 def queryable_kind(kind: str) -> bool:
     """Whether stores of ``kind`` have a query view (internal buffers have none)."""
     return kind in STORE_KINDS and STORE_KINDS[kind].view is not _not_queryable
+
+
+def entries_per_record(kind: str) -> int:
+    """Byte-store entries one record of a ``kind`` store takes (1 for unknown kinds).
+
+    Examples
+    --------
+    >>> entries_per_record("window"), entries_per_record("kv")
+    (2, 1)
+    """
+    return STORE_KINDS[kind].entries_per_record if kind in STORE_KINDS else 1
 
 
 def _kind(d: StoreDef) -> StoreKind:

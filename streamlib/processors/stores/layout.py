@@ -99,6 +99,13 @@ class Layout:
         for dk, raw in reads.between(*self.key_bounds(kb, lo, hi)):
             yield dk, self.parse_data(dk)[1], raw
 
+    def scan_key_reverse(self, reads: KeyValueReads, kb: bytes, lo: Optional[int] = None,
+                         hi: Optional[int] = None) -> Iterator[tuple[bytes, Slot, bytes]]:
+        """Like :meth:`scan_key`, newest slot first: one backward seek to the last entry
+        of ``kb`` with first time ``<= hi``, so reading the first costs one seek."""
+        for dk, raw in reads.between_reversed(*self.key_bounds(kb, lo, hi)):
+            yield dk, self.parse_data(dk)[1], raw
+
     def scan_index(self, reads: KeyValueReads, lo: Optional[int] = None,
                    hi: Optional[int] = None) -> Iterator[tuple[bytes, Slot]]:
         """``(key bytes, slot)`` with first time in ``[lo, hi]``, in stored order (first

@@ -39,6 +39,16 @@ class TimedStore(TypedStore):
             cached = self._cache[dk] = self._decode(self.store.get(dk))
         return cached
 
+    def _get_many(self, kbs: list[bytes], slots: list[Slot]) -> list[tuple[bytes, Entry]]:
+        """``(data key, entry)`` of many entries: one multi-get for those not read yet."""
+        dks = [self.layout.data_key(kb, slot) for kb, slot in zip(kbs, slots)]
+        cache = self._cache
+        missing = [dk for dk in dks if dk not in cache]
+        if missing:
+            for dk, raw in zip(missing, self.store.get_many(missing)):
+                cache[dk] = self._decode(raw)
+        return [(dk, cache[dk]) for dk in dks]
+
     def _set(self, kb: bytes, slot: Slot, dk: bytes, entry: Entry, stamp: Optional[int]) -> None:
         self._cache[dk] = entry
         self._dirty[dk] = stamp
@@ -73,6 +83,24 @@ class TimedStore(TypedStore):
                                     for dk, slot, raw in self.layout.scan_key(self.store, kb, lo, hi)}
         found.update(self._pending(kb, self._dirty_slots.get(kb, ()), lo, hi))
         return [(slot, e[0], e[1]) for slot, e in sorted(found.items()) if e is not None]
+
+    def _key_nearest(self, kb: bytes, lo: Optional[int], hi: Optional[int],
+                     newest: bool) -> Optional[tuple[Slot, Any, int]]:
+        """``(slot, value, ts)`` of ``kb``'s newest (or oldest) entry with first time in
+        ``[lo, hi]``, or None: one seek into the byte store (backward for the newest)
+        instead of a scan over all of the key's entries in the range."""
+        layout = self.layout
+        scan = layout.scan_key_reverse if newest else layout.scan_key
+        best: Optional[tuple[Slot, Entry]] = None
+        for dk, slot, raw in scan(self.store, kb, lo, hi):
+            entry = self._cached(dk, raw)
+            if entry is not None:     # None: deleted earlier in this batch, look further
+                best = (slot, entry)
+                break
+        for slot, entry in self._pending(kb, self._dirty_slots.get(kb, ()), lo, hi):
+            if entry is not None and (best is None or (slot > best[0] if newest else slot < best[0])):
+                best = (slot, entry)
+        return None if best is None else (best[0], best[1][0], best[1][1])
 
     def _time_entries(self, lo: Optional[int] = None,
                       hi: Optional[int] = None) -> list[tuple[bytes, Slot, Any, int]]:

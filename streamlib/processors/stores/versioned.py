@@ -104,16 +104,16 @@ class VersionedKeyValueStore(TimedStore):
         is none, it is a tombstone, or ``timestamp`` is older than the history."""
         if timestamp < self.history_start:
             return None
-        entries = self._key_entries(self.key_serde.serialize(key), None, timestamp)
-        if not entries:
+        found = self._key_nearest(self.key_serde.serialize(key), None, timestamp, newest=True)
+        if found is None:
             return None
-        _, value, valid_from = entries[-1]
+        _, value, valid_from = found
         return None if value is None else (value, valid_from)
 
     def next_version_after(self, key: Any, timestamp: int) -> Optional[int]:
         """The timestamp of the key's oldest version newer than ``timestamp``, or None."""
-        entries = self._key_entries(self.key_serde.serialize(key), timestamp + 1, None)
-        return entries[0][0][0] if entries else None
+        found = self._key_nearest(self.key_serde.serialize(key), timestamp + 1, None, newest=False)
+        return None if found is None else found[0][0]
 
     def versions(self, key: Any) -> list[tuple[Any, int]]:
         """Every stored ``(value, valid_from)`` of ``key``, oldest first (tombstones as None)."""

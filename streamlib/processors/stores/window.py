@@ -42,6 +42,15 @@ class TimestampedWindowStore(TimedStore):
         """Set the key's window starting at ``window_start``; ``value`` None deletes it."""
         self._put(self.key_serde.serialize(key), (window_start,), value, timestamp)
 
+    def get_many_by_bytes(self, kbs: list[bytes], starts: list[int]) -> list[Optional[tuple[Any, int]]]:
+        """``(value, timestamp)`` or None per (key bytes, window start): one multi-get
+        for the windows not read in this batch yet."""
+        return [entry for _, entry in self._get_many(kbs, [(start,) for start in starts])]
+
+    def put_by_bytes(self, kb: bytes, window_start: int, value: Any, timestamp: int) -> None:
+        """:meth:`put` for a key already serialized."""
+        self._put(kb, (window_start,), value, timestamp)
+
     def fetch(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any, int]]:
         """``(window_start, value, timestamp)`` of the key's windows with start in
         ``[time_from, time_to]``, by start."""
