@@ -159,8 +159,8 @@ def run_once(workdir: Path, name: str, point: str | None = None, hit: int = 1,
              kill_after: float | None = None, master: str = "local[2]") -> Run:
     """Start the runner (on ``master``); return how it ended, and its phases."""
     before = _commits(workdir)
-    for name in ("phases.jsonl", "trace.jsonl"):
-        (workdir / name).unlink(missing_ok=True)
+    for log in ("phases.jsonl", "trace.jsonl"):
+        (workdir / log).unlink(missing_ok=True)
     started = time.time()
     proc = subprocess.Popen([sys.executable, str(HERE / "runner.py"), str(workdir), name, master],
                             env=_env(workdir, point, hit), start_new_session=True,
@@ -331,8 +331,10 @@ _PREVIOUS = {"session": "", "app": "session", "first-batch": "app"}
 
 
 def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbose: bool = False,
-              log: Path | None = None) -> Outcome:
-    """Kill ``kills`` times at random points, restarting after each; then compare."""
+              log: Path | None = None, stop_killing_at: float | None = None) -> Outcome:
+    """Kill ``kills`` times at random points, restarting after each; then run to the
+    end and compare. With ``stop_killing_at`` (epoch seconds), fewer kills if time is
+    up: the run still ends with the failure-free last run and the comparison."""
     rng = random.Random(seed)
     reference = root / "reference"
     duration = reference_run(spec, reference, seed)
@@ -342,7 +344,7 @@ def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbos
     _log(log, {"topology": spec.name, "run": "reference", "seconds": round(duration, 1),
                "records": outcome.records}, verbose)
     attempts = 0
-    while outcome.kills < kills:
+    while outcome.kills < kills and (stop_killing_at is None or time.time() < stop_killing_at):
         attempts += 1
         if attempts > 4 * kills + 10:
             raise RuntimeError(f"{spec.name}: only {outcome.kills} of {kills} kills landed")
@@ -446,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", default=None, help="append one JSON line per run here "
                         "(default: WORKDIR/runs.jsonl)")
     parser.add_argument("--table", metavar="LOG", help="only print the summary table of LOG")
+    parser.add_argument("--stop-killing-at", metavar="HH:MM", help="UTC time after which no new kill "
+                        "starts: each topology then runs to the end and is compared (a time-boxed run)")
     args = parser.parse_args(argv)
     if args.table:
         print(table_from_log(Path(args.table)))
@@ -456,9 +460,17 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     log = Path(args.log) if args.log else root / "runs.jsonl"
     print(f"workdir {root}, run log {log}", flush=True)
+    stop = None
+    if args.stop_killing_at:
+        import datetime as dt
+
+        now = dt.datetime.now(dt.timezone.utc)
+        hour, minute = map(int, args.stop_killing_at.split(":"))
+        stop = now.replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
     outcomes = []
     for name in args.topology or list(REGISTRY):
-        outcome = fault_run(REGISTRY[name], root / name, args.kills, args.seed, verbose=True, log=log)
+        outcome = fault_run(REGISTRY[name], root / name, args.kills, args.seed, verbose=True, log=log,
+                            stop_killing_at=stop)
         outcomes.append(outcome)
         print(f"{name}: kills by point {dict(outcome.points)}, damage {dict(outcome.damage)}", flush=True)
         for problem in outcome.mismatches[:20]:
