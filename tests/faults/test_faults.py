@@ -31,6 +31,7 @@ def small(name: str):
     return replace(spec, inputs=partial(spec.inputs, n=SMALL))
 
 
+@pytest.mark.timeout(2400)  # five JVM starts: minutes each on a loaded machine
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_three_kills_lose_and_duplicate_nothing(name, tmp_path):
     spec = small(name)
@@ -51,6 +52,7 @@ def test_three_kills_lose_and_duplicate_nothing(name, tmp_path):
     assert read_outputs(tmp_path / "faulty", spec)[topic]
 
 
+@pytest.mark.timeout(2400)
 def test_a_killed_executor_jvm_mid_batch_is_retried_on_the_other_and_results_are_exact(tmp_path):
     """local-cluster[2,1,1024]: SIGKILL of the executor JVM running a task as it starts
     its rows (its Python workers die with it); Spark retries the task on the other
