@@ -44,6 +44,7 @@ class Outcome:
     restarts: int = 0
     records: int = 0
     mismatches: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
     restart_seconds: list[float] = field(default_factory=list)
     points: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     damage: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -52,22 +53,23 @@ class Outcome:
 
     def row(self) -> str:
         return table_row(self.topology, self.kills, self.restarts, self.records, len(self.mismatches),
-                         self.restart_seconds, self.phases, self.compared)
+                         self.restart_seconds, self.phases, self.compared, len(self.failures))
 
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-TABLE_HEAD = ("| topology | kills | restarts | records | mismatches | restart time: mean to first commit "
-              "(JVM up / app built / first batch) |\n|---|---|---|---|---|---|")
+TABLE_HEAD = ("| topology | kills | restarts | records | mismatches | failed runs | restart time: mean to "
+              "first commit (JVM up / app built / first batch) |\n|---|---|---|---|---|---|---|")
 
 
 def table_row(topology: str, kills: int, restarts: int, records: int, mismatches: int,
-              restart_seconds: list[float], phases: dict[str, list[float]], compared: bool = True) -> str:
+              restart_seconds: list[float], phases: dict[str, list[float]], compared: bool = True,
+              failures: int = 0) -> str:
     split = " / ".join(f"{_mean(phases.get(p, [])):.0f}" for p in ("session", "app", "first-batch"))
     checked = "" if compared else " (not compared yet: run cut short)"
-    return (f"| {topology} | {kills} | {restarts} | {records} | {mismatches}{checked} | "
+    return (f"| {topology} | {kills} | {restarts} | {records} | {mismatches}{checked} | {failures} | "
             f"{_mean(restart_seconds):.0f} s ({split} s) |")
 
 
@@ -381,7 +383,9 @@ def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbos
         if attempts > 1:
             _restarted(outcome, run)
         if run.ended.startswith("failed"):
-            outcome.mismatches.append(f"run failed after {outcome.kills} kills: {run.ended}")
+            # A crash is restarted, as a user would; the comparison at the end says
+            # whether anything was lost. Too many in a row stop this topology.
+            outcome.failures.append(f"run {attempts} failed after {outcome.kills} kills: {run.ended}")
         elif run.ended == "killed":
             outcome.kills += 1
             outcome.points[point] += 1
@@ -398,7 +402,8 @@ def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbos
                    "seconds": round(run.seconds, 1), "restart": attempts > 1,
                    "phases": {k: round(v, 1) for k, v in run.phases.items()}, "damage": damage,
                    "records": outcome.records}, verbose)
-        if run.ended.startswith("failed"):
+        if len(outcome.failures) > max(2, kills // 5):
+            outcome.mismatches.append(f"{len(outcome.failures)} runs failed: {outcome.failures[-1]}")
             return outcome
     run = run_once(workdir, spec.name)
     _restarted(outcome, run)
@@ -410,6 +415,7 @@ def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbos
     _log(log, {"topology": spec.name, "run": "final", "ended": run.ended[:300], "seconds": round(run.seconds, 1),
                "phases": {k: round(v, 1) for k, v in run.phases.items()}, "kills": outcome.kills,
                "restarts": outcome.restarts, "mismatches": outcome.mismatches[:50],
+               "failures": [f[:300] for f in outcome.failures],
                "points": dict(outcome.points), "damage_totals": dict(outcome.damage)}, verbose)
     return outcome
 
@@ -440,7 +446,7 @@ def table_from_log(log: Path) -> str:
     for entry in map(json.loads, filter(None, log.read_text().splitlines())):
         row = rows.setdefault(entry["topology"], dict(kills=0, restarts=0, records=0, mismatches=0,
                                                       restart_seconds=[], phases=defaultdict(list),
-                                                      compared=False))
+                                                      compared=False, failures=0))
         row["records"] = max(row["records"], entry.get("records", 0))
         if entry["run"] == "reference":
             continue
@@ -455,7 +461,7 @@ def table_from_log(log: Path) -> str:
                     if name in phases:
                         row["phases"][name].append(phases[name] - phases.get(_PREVIOUS[name], 0.0))
         if str(entry.get("ended", "")).startswith("failed"):
-            row["mismatches"] += 1
+            row["failures"] += 1
         if entry["run"] == "final":
             row["mismatches"] += len(entry["mismatches"])
             row["compared"] = entry["ended"] == "done"
@@ -504,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     print(TABLE_HEAD)
     for outcome in outcomes:
         print(outcome.row())
-    return 1 if any(o.mismatches for o in outcomes) else 0
+    return 1 if any(o.mismatches or o.failures for o in outcomes) else 0
 
 
 if __name__ == "__main__":

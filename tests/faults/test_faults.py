@@ -39,7 +39,7 @@ def test_three_kills_lose_and_duplicate_nothing(name, tmp_path):
     log = tmp_path / "runs.jsonl"
     outcome = fault_run(spec, tmp_path, kills=3, seed=7, log=log)
     assert outcome.kills == 3
-    assert outcome.mismatches == []
+    assert outcome.mismatches == [] and outcome.failures == []
     assert outcome.compared
     assert f"| {name} | 3 | {outcome.restarts} |" in table_from_log(log)
     # The comparison can fail: a repeated output record (without headers) is reported.
