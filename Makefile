@@ -42,9 +42,10 @@ wordcount: $(STAMP) java
 	    examples/wordcount/wordcount.py --input examples/wordcount/data/input.txt
 
 # Fault injection: 50 SIGKILLs per registered topology, restarts, lost and corrupted
-# state; compares with a failure-free run and prints the summary table.
+# state; compares with a failure-free run and prints the summary table. Time-box it
+# with FAULTS_ARGS='--stop-killing-at 23:00' (UTC); every run is logged as it ends.
 faults: $(STAMP) java
-	$(VPY) tests/faults/harness.py --kills 50
+	$(VPY) tests/faults/harness.py --kills 50 $(FAULTS_ARGS)
 
 bench: $(STAMP) java
 	$(VPY) benchmarks/topics_bench.py

@@ -30,7 +30,9 @@ from streamlib.topics import open_backend  # noqa: E402
 from topologies import REGISTRY, FaultTopology  # noqa: E402
 
 POINTS = ("restore", "mid-batch", "store-commit", "sink-append", "spark-commit", "timer")
-RUN_TIMEOUT = 600.0
+#: The longest one runner process may take (a run that processes all the input after
+#: a JVM start: minutes under load); ``--run-timeout`` changes it.
+RUN_TIMEOUT = 1200.0
 
 
 @dataclass
@@ -42,18 +44,33 @@ class Outcome:
     restarts: int = 0
     records: int = 0
     mismatches: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
     restart_seconds: list[float] = field(default_factory=list)
     points: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     damage: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    phases: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    compared: bool = False
 
     def row(self) -> str:
-        mean = sum(self.restart_seconds) / len(self.restart_seconds) if self.restart_seconds else 0.0
-        return (f"| {self.topology} | {self.kills} | {self.restarts} | {self.records} | "
-                f"{len(self.mismatches)} | {mean:.1f} s |")
+        return table_row(self.topology, self.kills, self.restarts, self.records, len(self.mismatches),
+                         self.restart_seconds, self.phases, self.compared, len(self.failures))
 
 
-TABLE_HEAD = ("| topology | kills | restarts | records | mismatches | restart time (mean, to first commit) |\n"
-              "|---|---|---|---|---|---|")
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+TABLE_HEAD = ("| topology | kills | restarts | records | mismatches | failed runs | restart time: mean to "
+              "first commit (JVM up / app built / first batch) |\n|---|---|---|---|---|---|---|")
+
+
+def table_row(topology: str, kills: int, restarts: int, records: int, mismatches: int,
+              restart_seconds: list[float], phases: dict[str, list[float]], compared: bool = True,
+              failures: int = 0) -> str:
+    split = " / ".join(f"{_mean(phases.get(p, [])):.0f}" for p in ("session", "app", "first-batch"))
+    checked = "" if compared else " (not compared yet: run cut short)"
+    return (f"| {topology} | {kills} | {restarts} | {records} | {mismatches}{checked} | {failures} | "
+            f"{_mean(restart_seconds):.0f} s ({split} s) |")
 
 
 def produce_inputs(workdir: Path, spec: FaultTopology, seed: int) -> int:
@@ -77,7 +94,9 @@ def _env(workdir: Path, point: str | None, hit: int) -> dict:
     env = dict(os.environ)
     paths = [str(HERE / "inject"), str(HERE), str(HERE.parent), env.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-    env.pop("STREAMLIB_FAULT_POINT", None)
+    for name in ("STREAMLIB_FAULT_POINT", "STREAMLIB_FAULT_PGID", "STREAMLIB_FAULT_HIT"):
+        env.pop(name, None)
+    env["STREAMLIB_FAULT_TRACE"] = str(workdir / "trace.jsonl")
     if point and point != "timer":
         env.update(STREAMLIB_FAULT_POINT=point, STREAMLIB_FAULT_HIT=str(hit),
                    STREAMLIB_FAULT_DIR=str(workdir / "faults"))
@@ -97,55 +116,165 @@ def _wait_group_gone(pgid: int) -> None:
     raise RuntimeError(f"process group {pgid} survived SIGKILL")
 
 
+@dataclass
+class Run:
+    """How one runner process ended (``done``, ``killed`` or ``failed: ...``), its
+    wall time, and when (seconds after its start) each phase ended: ``session``,
+    ``app`` and ``first-batch`` (its first new checkpoint commit), as far as it got."""
+
+    ended: str
+    seconds: float
+    phases: dict[str, float]
+
+    @property
+    def first_commit(self) -> float | None:
+        return self.phases.get("first-batch")
+
+
+def _phases(workdir: Path, started: float) -> dict[str, float]:
+    """The runner's phases, and from the trace of its Python processes: ``workers-up``
+    (the first Spark Python worker started), ``python-processes``, and the summed
+    seconds of ``open-stores`` (restores included) and ``tasks``."""
+    def entries(name: str) -> list[dict]:
+        try:
+            text = (workdir / name).read_text()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in text.splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:  # a line cut by the kill
+                pass
+        return out
+
+    phases = {e["phase"]: e["at"] - started for e in entries("phases.jsonl")}
+    trace = entries("trace.jsonl")
+    starts = sorted(e["at"] - started for e in trace if e["event"] == "start")
+    if len(starts) > 1:  # the first is the runner itself
+        phases["workers-up"] = starts[1]
+    phases["python-processes"] = len(starts)
+    for event in ("open-stores", "task"):
+        phases[f"{event}-seconds"] = sum(e.get("seconds", 0.0) for e in trace if e["event"] == event)
+    return phases
+
+
 def run_once(workdir: Path, name: str, point: str | None = None, hit: int = 1,
-             kill_after: float | None = None) -> tuple[str, float | None]:
-    """Start the runner; return how it ended (``done``, ``killed`` or ``failed: ...``) and
-    the seconds to its first new checkpoint commit (None if it made none)."""
+             kill_after: float | None = None, master: str = "local[2]") -> Run:
+    """Start the runner (on ``master``); return how it ended, and its phases."""
     before = _commits(workdir)
+    for log in ("phases.jsonl", "trace.jsonl"):
+        (workdir / log).unlink(missing_ok=True)
     started = time.time()
-    proc = subprocess.Popen([sys.executable, str(HERE / "runner.py"), str(workdir), name],
+    proc = subprocess.Popen([sys.executable, str(HERE / "runner.py"), str(workdir), name, master],
                             env=_env(workdir, point, hit), start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=open(workdir / "runner.err", "w"))
-    first_commit = None
-    while proc.poll() is None:
-        now = time.time() - started
-        if first_commit is None and _commits(workdir) > before:
-            first_commit = now
-        if kill_after is not None and now >= kill_after:
-            os.killpg(proc.pid, signal.SIGKILL)
-        if now > RUN_TIMEOUT:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            _wait_group_gone(proc.pid)
-            return "failed: timed out", first_commit
-        time.sleep(0.1)
-    if proc.returncode == -signal.SIGKILL:
-        _wait_group_gone(proc.pid)
-        return "killed", first_commit
+    try:
+        first_commit = None
+        while proc.poll() is None:
+            now = time.time() - started
+            if first_commit is None and _commits(workdir) > before:
+                first_commit = now
+            if kill_after is not None and now >= kill_after:
+                os.killpg(proc.pid, signal.SIGKILL)
+            if now > RUN_TIMEOUT:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                _wait_group_gone(proc.pid)
+                return Run("failed: timed out", now, _phases(workdir, started))
+            time.sleep(0.1)
+    except BaseException:  # e.g. a test's timeout: leave no JVM behind
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
     if first_commit is None and _commits(workdir) > before:
         first_commit = time.time() - started
+    phases = _phases(workdir, started)
+    if first_commit is not None:
+        phases["first-batch"] = first_commit
+    seconds = time.time() - started
+    if proc.returncode == -signal.SIGKILL:
+        _wait_group_gone(proc.pid)
+        return Run("killed", seconds, phases)
     if proc.returncode == 0:
-        return "done", first_commit
-    return f"failed: exit {proc.returncode}: {(workdir / 'runner.err').read_text()[-3000:]}", first_commit
+        return Run("done", seconds, phases)
+    return Run(f"failed: exit {proc.returncode}: {(workdir / 'runner.err').read_text()[-3000:]}", seconds, phases)
 
 
-def read_outputs(workdir: Path, spec: FaultTopology) -> dict[str, dict]:
-    """Every output topic as key -> list of values in offset order (per partition)."""
+def read_outputs(workdir: Path, spec: FaultTopology) -> dict[str, list[tuple]]:
+    """Every output topic's records as ``(repr(key), value, timestamp, headers)``,
+    partition by partition in offset order. A record that does not deserialize is
+    ``("<corrupt>", error, offset, {})``: it is reported, not raised."""
     backend = open_backend(f"local://{workdir / 'log'}")
     outputs = {}
-    for topic, (key_serde, value_serde) in spec.outputs.items():
-        per_key: dict = defaultdict(list)
+    for topic, out in spec.outputs.items():
+        rows = []
         for partition, end in sorted(backend.end_offsets(topic).items()):
-            for record in backend.read(topic, partition, 0, end):
-                per_key[repr(key_serde.deserialize(record.key))].append(value_serde.deserialize(record.value))
-        outputs[topic] = dict(per_key)
+            for offset, record in enumerate(backend.read(topic, partition, 0, end)):
+                try:
+                    rows.append((repr(out.key_serde.deserialize(record.key)),
+                                 out.value_serde.deserialize(record.value), record.timestamp,
+                                 dict(record.headers or {})))
+                except Exception as error:  # noqa: BLE001 - corrupted output is a finding
+                    rows.append(("<corrupt>", f"{topic}-{partition}@{offset}: {error!r}", offset, {}))
+        outputs[topic] = rows
     backend.close()
     return outputs
 
 
+UPDATE_HEADER = "streamlib.update"
+
+
+def _by_key(rows: list[tuple]) -> dict[str, list]:
+    per_key: dict = defaultdict(list)
+    for key, value, _, _ in rows:
+        per_key[key].append(value)
+    return per_key
+
+
+def check_output(topic: str, check: str, want: list[tuple], got: list[tuple]) -> list[str]:
+    """What differs between the failure-free run's records ``want`` and the faulty run's
+    ``got`` of one output topic, by the topic's check (see ``topologies.Output``)."""
+    problems = [f"topic {topic}: corrupt record {v}" for k, v, _, _ in got if k == "<corrupt>"]
+    if check in ("latest", "increasing"):
+        expected, actual = _by_key(want), _by_key(got)
+        for key in sorted(set(expected) | set(actual)):
+            mine, theirs = actual.get(key, []), expected.get(key, [])
+            if mine[-1:] != theirs[-1:]:
+                problems.append(f"topic {topic} key {key}: latest {mine[-1:]} != {theirs[-1:]}")
+            if check == "increasing" and any(b <= a for a, b in zip(mine, mine[1:])):
+                problems.append(f"topic {topic} key {key}: duplicated or out of order {mine}")
+    elif check == "once":
+        expected, actual = _by_key(want), _by_key(got)
+        for key in sorted(set(expected) | set(actual)):
+            mine, theirs = actual.get(key, []), expected.get(key, [])
+            if len(mine) > 1:
+                problems.append(f"topic {topic} key {key}: final result {len(mine)} times {mine}")
+            if not mine:
+                problems.append(f"topic {topic} key {key}: final result {theirs} lost")
+            elif mine[-1:] != theirs[-1:]:
+                problems.append(f"topic {topic} key {key}: final result {mine[-1:]} != {theirs[-1:]}")
+    elif check == "per-record":
+        finals = []
+        for rows, run in ((want, "failure-free"), (got, "faulty")):
+            final: dict = {}
+            for key, value, timestamp, headers in rows:
+                corrected = (key, timestamp) in final and final[(key, timestamp)] is not None
+                if (UPDATE_HEADER in headers) != corrected:
+                    problems.append(f"topic {topic} ({run} run) {key}@{timestamp}: {value!r} "
+                                    f"{'has' if UPDATE_HEADER in headers else 'lacks'} the update header")
+                final[(key, timestamp)] = value
+            finals.append(final)
+        expected, actual = finals
+        for record in sorted(set(expected) | set(actual)):
+            if expected.get(record, "<none>") != actual.get(record, "<none>"):
+                problems.append(f"topic {topic} {record}: latest {actual.get(record, '<none>')!r} "
+                                f"!= {expected.get(record, '<none>')!r}")
+    return problems
+
+
 def compare(spec: FaultTopology, reference: Path, faulty: Path) -> list[str]:
-    """What differs between a failure-free run and a run with faults: store contents,
-    each output topic's latest value per key, and (counts) repeated or decreasing values."""
+    """What differs between a failure-free run and a run with faults: every store's
+    contents and every output topic, by the topic's check."""
     problems = []
     want, got = (json.loads((d / "result.json").read_text()) for d in (reference, faulty))
     for store in spec.stores:
@@ -154,13 +283,8 @@ def compare(spec: FaultTopology, reference: Path, faulty: Path) -> list[str]:
             if expected.get(key) != actual.get(key):
                 problems.append(f"store {store} key {key}: {actual.get(key)} != {expected.get(key)}")
     expected_out, actual_out = read_outputs(reference, spec), read_outputs(faulty, spec)
-    for topic in spec.outputs:
-        for key in sorted(set(expected_out[topic]) | set(actual_out[topic])):
-            mine, theirs = actual_out[topic].get(key, []), expected_out[topic].get(key, [])
-            if (mine or [None])[-1] != (theirs or [None])[-1]:
-                problems.append(f"topic {topic} key {key}: latest {mine[-1:]} != {theirs[-1:]}")
-            if spec.increasing_outputs and any(b <= a for a, b in zip(mine, mine[1:])):
-                problems.append(f"topic {topic} key {key}: duplicated or out of order {mine}")
+    for topic, out in spec.outputs.items():
+        problems.extend(check_output(topic, out.check, expected_out[topic], actual_out[topic]))
     return problems
 
 
@@ -181,27 +305,71 @@ def damage_state(workdir: Path, rng: random.Random) -> str | None:
     return None
 
 
+#: Failure-free runs already made in this process, by (topology, seed, input size):
+#: (a pristine copy of the run directory, its duration). Tests share them.
+_REFERENCES: dict[tuple, tuple[Path, float]] = {}
+
+
 def reference_run(spec: FaultTopology, workdir: Path, seed: int) -> float:
-    """The failure-free run; returns its duration (the timer kills' time scale)."""
+    """The failure-free run; returns its duration (the timer kills' time scale). The
+    same topology, seed and input again in this process copies the first run's
+    directory instead of running it again."""
+    inputs = spec.inputs(seed)
+    identity = (spec.name, seed, repr(sorted((t, d.records) for t, d in inputs.items())))
+    if identity in _REFERENCES:
+        pristine, seconds = _REFERENCES[identity]
+        if pristine.exists():
+            shutil.copytree(pristine, workdir)
+            return seconds
     workdir.mkdir(parents=True, exist_ok=True)
     produce_inputs(workdir, spec, seed)
-    started = time.time()
-    ended, _ = run_once(workdir, spec.name)
-    if ended != "done":
-        raise RuntimeError(f"the failure-free run of {spec.name} failed: {ended}")
-    return time.time() - started
+    run = run_once(workdir, spec.name)
+    if run.ended != "done":
+        raise RuntimeError(f"the failure-free run of {spec.name} failed: {run.ended}")
+    pristine = workdir.parent / f"{workdir.name}-pristine"
+    shutil.copytree(workdir, pristine)
+    _REFERENCES[identity] = (pristine, run.seconds)
+    return run.seconds
 
 
-def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbose: bool = False) -> Outcome:
-    """Kill ``kills`` times at random points, restarting after each; then compare."""
+def _log(log: Path | None, entry: dict, verbose: bool) -> None:
+    """One line per run, appended to ``log`` as JSON (a cut-short run still has them
+    all: ``harness.py --table LOG`` makes the summary table from them)."""
+    if log is not None:
+        with open(log, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+    if verbose:
+        print(json.dumps(entry)[:400], flush=True)
+
+
+def _restarted(outcome: Outcome, run: Run) -> None:
+    outcome.restarts += 1
+    if run.first_commit is not None:
+        outcome.restart_seconds.append(run.first_commit)
+        for name in ("session", "app", "first-batch"):
+            if name in run.phases:
+                outcome.phases[name].append(run.phases[name] - run.phases.get(_PREVIOUS[name], 0.0))
+
+
+#: Each phase's time is from the end of the one before it.
+_PREVIOUS = {"session": "", "app": "session", "first-batch": "app"}
+
+
+def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbose: bool = False,
+              log: Path | None = None, stop_killing_at: float | None = None) -> Outcome:
+    """Kill ``kills`` times at random points, restarting after each; then run to the
+    end and compare. With ``stop_killing_at`` (epoch seconds), fewer kills if time is
+    up: the run still ends with the failure-free last run and the comparison."""
     rng = random.Random(seed)
     reference = root / "reference"
     duration = reference_run(spec, reference, seed)
     workdir = root / "faulty"
     workdir.mkdir(parents=True)
     outcome = Outcome(spec.name, records=produce_inputs(workdir, spec, seed))
+    _log(log, {"topology": spec.name, "run": "reference", "seconds": round(duration, 1),
+               "records": outcome.records}, verbose)
     attempts = 0
-    while outcome.kills < kills:
+    while outcome.kills < kills and (stop_killing_at is None or time.time() < stop_killing_at):
         attempts += 1
         if attempts > 4 * kills + 10:
             raise RuntimeError(f"{spec.name}: only {outcome.kills} of {kills} kills landed")
@@ -210,43 +378,94 @@ def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbos
             shutil.rmtree(workdir / "state")  # so that there is something to restore
             outcome.damage["lost state dir"] += 1
         hit = rng.randint(1, 2) if point == "restore" else rng.randint(1, 4)  # 2 tasks restore
-        began = time.time()
-        ended, first_commit = run_once(workdir, spec.name, point, hit=hit,
-                                       kill_after=rng.uniform(1.0, duration) if point == "timer" else None)
-        if verbose:
-            print(f"{spec.name}: run {attempts} at {point} #{hit}: {ended[:200]} after {time.time() - began:.0f} s",
-                  flush=True)
-        if outcome.kills or attempts > 1:
-            outcome.restarts += 1
-            if first_commit is not None:
-                outcome.restart_seconds.append(first_commit)
-        if ended.startswith("failed"):
-            outcome.mismatches.append(f"run failed after {outcome.kills} kills: {ended}")
-            return outcome
-        if ended == "killed":
+        run = run_once(workdir, spec.name, point, hit=hit,
+                       kill_after=rng.uniform(1.0, duration) if point == "timer" else None)
+        if attempts > 1:
+            _restarted(outcome, run)
+        if run.ended.startswith("failed"):
+            # A crash is restarted, as a user would; the comparison at the end says
+            # whether anything was lost. Too many in a row stop this topology.
+            outcome.failures.append(f"run {attempts} failed after {outcome.kills} kills: {run.ended}")
+        elif run.ended == "killed":
             outcome.kills += 1
             outcome.points[point] += 1
         else:  # finished before the fault point came: start over with new input
-            produce_inputs(workdir, spec, seed + attempts)
+            outcome.records += produce_inputs(workdir, spec, seed + attempts)
             produce_inputs(reference, spec, seed + attempts)
-            if reference_run_again(spec, reference) != "done":
-                raise RuntimeError("the failure-free run failed")
-        damage = damage_state(workdir, rng)
+            again = run_once(reference, spec.name)
+            if again.ended != "done":
+                raise RuntimeError(f"the failure-free run failed: {again.ended}")
+        damage = None if run.ended.startswith("failed") else damage_state(workdir, rng)
         if damage:
             outcome.damage[damage] += 1
-    ended, first_commit = run_once(workdir, spec.name)
-    outcome.restarts += 1
-    if first_commit is not None:
-        outcome.restart_seconds.append(first_commit)
-    if ended != "done":
-        outcome.mismatches.append(f"the last run failed: {ended}")
-        return outcome
-    outcome.mismatches.extend(compare(spec, reference, workdir))
+        _log(log, {"topology": spec.name, "run": attempts, "point": point, "hit": hit, "ended": run.ended[:300],
+                   "seconds": round(run.seconds, 1), "restart": attempts > 1,
+                   "phases": {k: round(v, 1) for k, v in run.phases.items()}, "damage": damage,
+                   "records": outcome.records}, verbose)
+        if len(outcome.failures) > max(2, kills // 5):
+            outcome.mismatches.append(f"{len(outcome.failures)} runs failed: {outcome.failures[-1]}")
+            return outcome
+    run = run_once(workdir, spec.name)
+    _restarted(outcome, run)
+    if run.ended != "done":
+        outcome.mismatches.append(f"the last run failed: {run.ended}")
+    else:
+        outcome.mismatches.extend(compare(spec, reference, workdir))
+        outcome.compared = True
+    _log(log, {"topology": spec.name, "run": "final", "ended": run.ended[:300], "seconds": round(run.seconds, 1),
+               "phases": {k: round(v, 1) for k, v in run.phases.items()}, "kills": outcome.kills,
+               "restarts": outcome.restarts, "mismatches": outcome.mismatches[:50],
+               "failures": [f[:300] for f in outcome.failures],
+               "points": dict(outcome.points), "damage_totals": dict(outcome.damage)}, verbose)
     return outcome
 
 
-def reference_run_again(spec: FaultTopology, reference: Path) -> str:
-    return run_once(reference, spec.name)[0]
+def executor_kill_run(spec: FaultTopology, root: Path, seed: int = 0, hit: int = 2) -> tuple[Outcome, str]:
+    """Run ``spec`` on ``local-cluster[2,1,1024]`` and SIGKILL one executor JVM when a
+    task starts its ``hit``-th batch partition; Spark retries the task on the other
+    executor and the run must finish by itself with results equal to a failure-free
+    ``local[2]`` run. Returns the outcome and what the fault point recorded."""
+    reference_run(spec, root / "reference", seed)
+    workdir = root / "faulty"
+    workdir.mkdir(parents=True)
+    outcome = Outcome(spec.name, records=produce_inputs(workdir, spec, seed))
+    run = run_once(workdir, spec.name, "executor", hit=hit, master="local-cluster[2,1,1024]")
+    killed = (workdir / "faults" / "killed").read_text() if (workdir / "faults" / "killed").exists() else ""
+    if run.ended != "done":
+        outcome.mismatches.append(f"the run with a killed executor ended: {run.ended}")
+        return outcome, killed
+    outcome.kills = int(killed.startswith("executor"))
+    outcome.mismatches.extend(compare(spec, root / "reference", workdir))
+    outcome.compared = True
+    return outcome, killed
+
+
+def table_from_log(log: Path) -> str:
+    """The summary table from a run log (complete or cut short)."""
+    rows: dict[str, dict] = {}
+    for entry in map(json.loads, filter(None, log.read_text().splitlines())):
+        row = rows.setdefault(entry["topology"], dict(kills=0, restarts=0, records=0, mismatches=0,
+                                                      restart_seconds=[], phases=defaultdict(list),
+                                                      compared=False, failures=0))
+        row["records"] = max(row["records"], entry.get("records", 0))
+        if entry["run"] == "reference":
+            continue
+        if entry.get("ended") == "killed":
+            row["kills"] += 1
+        if entry["run"] == "final" or entry.get("restart"):
+            row["restarts"] += 1
+            phases = entry.get("phases", {})
+            if "first-batch" in phases:
+                row["restart_seconds"].append(phases["first-batch"])
+                for name in ("session", "app", "first-batch"):
+                    if name in phases:
+                        row["phases"][name].append(phases[name] - phases.get(_PREVIOUS[name], 0.0))
+        if str(entry.get("ended", "")).startswith("failed"):
+            row["failures"] += 1
+        if entry["run"] == "final":
+            row["mismatches"] += len(entry["mismatches"])
+            row["compared"] = entry["ended"] == "done"
+    return "\n".join([TABLE_HEAD] + [table_row(name, **row) for name, row in rows.items()])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -255,13 +474,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--topology", action="append", help="only these (default: all registered)")
     parser.add_argument("--workdir", default=None, help="default: a fresh temporary directory")
+    parser.add_argument("--log", default=None, help="append one JSON line per run here "
+                        "(default: WORKDIR/runs.jsonl)")
+    parser.add_argument("--table", metavar="LOG", help="only print the summary table of LOG")
+    parser.add_argument("--stop-killing-at", metavar="HH:MM", help="UTC time after which no new kill "
+                        "starts: each topology then runs to the end and is compared (a time-boxed run)")
+    parser.add_argument("--run-timeout", type=float, default=RUN_TIMEOUT,
+                        help="seconds one run may take before it counts as failed")
     args = parser.parse_args(argv)
+    globals()["RUN_TIMEOUT"] = args.run_timeout
+    if args.table:
+        print(table_from_log(Path(args.table)))
+        return 0
     import tempfile
 
     root = Path(args.workdir or tempfile.mkdtemp(prefix="streamlib-faults-"))
+    root.mkdir(parents=True, exist_ok=True)
+    log = Path(args.log) if args.log else root / "runs.jsonl"
+    print(f"workdir {root}, run log {log}", flush=True)
+    stop = None
+    if args.stop_killing_at:
+        import datetime as dt
+
+        now = dt.datetime.now(dt.timezone.utc)
+        hour, minute = map(int, args.stop_killing_at.split(":"))
+        stop = now.replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
     outcomes = []
     for name in args.topology or list(REGISTRY):
-        outcome = fault_run(REGISTRY[name], root / name, args.kills, args.seed, verbose=True)
+        outcome = fault_run(REGISTRY[name], root / name, args.kills, args.seed, verbose=True, log=log,
+                            stop_killing_at=stop)
         outcomes.append(outcome)
         print(f"{name}: kills by point {dict(outcome.points)}, damage {dict(outcome.damage)}", flush=True)
         for problem in outcome.mismatches[:20]:
@@ -269,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     print(TABLE_HEAD)
     for outcome in outcomes:
         print(outcome.row())
-    return 1 if any(o.mismatches for o in outcomes) else 0
+    return 1 if any(o.mismatches or o.failures for o in outcomes) else 0
 
 
 if __name__ == "__main__":

@@ -1,13 +1,17 @@
-"""One run of a fault-harness application: ``python runner.py WORKDIR TOPOLOGY``.
+"""One run of a fault-harness application: ``python runner.py WORKDIR TOPOLOGY [MASTER]``.
 
 Processes everything available, then writes every store's content to
 ``WORKDIR/result.json`` and exits 0. The harness kills it (SIGKILL of its process
-group) and starts it again until it gets that far.
+group) and starts it again until it gets that far. Each phase's end is appended to
+``WORKDIR/phases.jsonl`` (``{"phase", "at"}``, epoch seconds), so the harness can say
+where a restart's time goes: ``imports``, ``session`` (JVM up), ``app`` (topology
+compiled, topics checked), ``done``; the first batch commit the harness sees itself.
 """
 from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +23,10 @@ from streamlib.spark.session import get_or_create_session  # noqa: E402
 from spark_session import TEST_CONF  # noqa: E402
 from topologies import REGISTRY  # noqa: E402
 
+#: Spark settings of a fault run on top of the tests' own: no Kafka jars (the embedded
+#: log needs none, and each jar is opened at every JVM start and task launch).
+RUN_CONF = {**TEST_CONF, "spark.jars": ""}
+
 
 def config_for(workdir: Path, overrides: dict) -> StreamsConfig:
     base = StreamsConfig(application_id="faults", bootstrap=f"local://{workdir / 'log'}",
@@ -26,17 +34,48 @@ def config_for(workdir: Path, overrides: dict) -> StreamsConfig:
     return replace(base, **overrides)
 
 
-def main(workdir: str, name: str) -> int:
+def phase(workdir: Path, name: str) -> None:
+    with open(workdir / "phases.jsonl", "a") as f:
+        f.write(json.dumps({"phase": name, "at": time.time()}) + "\n")
+
+
+def store_rows(view) -> list[list[str]]:
+    """A store's entries as sorted ``[repr(key), repr(value)]`` (window and session
+    stores: the key is the ``Windowed`` key)."""
+    return sorted([repr(k), repr(v)] for k, v in view.all())
+
+
+def wait_for_executors(spark, master: str, timeout: float = 180.0) -> None:
+    """On ``local-cluster[n,...]``, wait until all n executors registered (else the
+    first batch runs on whichever came first)."""
+    if not master.startswith("local-cluster["):
+        return
+    wanted = int(master[len("local-cluster["):].split(",")[0])
+    deadline = time.time() + timeout
+    while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() <= wanted:
+        if time.time() > deadline:
+            raise RuntimeError(f"{wanted} executors did not register in {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+def main(workdir: str, name: str, master: str = "local[2]") -> int:
+    root = Path(workdir)
+    phase(root, "imports")
     spec = REGISTRY[name]
-    spark = get_or_create_session("local[2]", "faults", TEST_CONF)
+    conf = dict(RUN_CONF, **({"spark.executor.memory": "1g"} if master.startswith("local-cluster") else {}))
+    spark = get_or_create_session(master, "faults", conf)
     spark.sparkContext.setLogLevel("ERROR")
-    app = Streams(spec.build(), config_for(Path(workdir), spec.config), spark=spark)
+    wait_for_executors(spark, master)
+    phase(root, "session")
+    app = Streams(spec.build(), config_for(root, spec.config), spark=spark)
+    phase(root, "app")
     app.process_available()
-    stores = {store: sorted([repr(k), repr(v)] for k, v in app.store(store).all()) for store in spec.stores}
+    stores = {store: store_rows(app.store(store)) for store in spec.stores}
     app.stop()
-    (Path(workdir) / "result.json").write_text(json.dumps(stores))
+    (root / "result.json").write_text(json.dumps(stores))
+    phase(root, "done")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(*sys.argv[1:4]))
