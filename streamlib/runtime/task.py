@@ -12,6 +12,8 @@ from ..processors.stores import TypedStore, typed_store
 from ..processors.timers import STREAM_TIME, WALL_CLOCK_TIME, Timers
 from ..state import StoreSpec
 from ..topology import SubTopology, Topology
+from ..processors.columnar import output_rows, output_tuples
+from .fused import FusedChain
 from .order import processing_order
 
 _STREAM_TIME = "stream_time"
@@ -46,6 +48,8 @@ class Task:
         self.global_stores: dict[str, Any] = {}
         #: (topic, source, child) when the child takes the source's rows as one table
         self._batch_child: Optional[tuple] = None
+        #: the whole sub-topology when it is one stateless chain run over columns
+        self._fused: Optional[FusedChain] = None
 
     # -- stores --------------------------------------------------------------------------
     def store_specs(self) -> list[StoreSpec]:
@@ -67,6 +71,7 @@ class Task:
         self._views = []
         context = self.context
         context.output = []  # rows of a batch that failed before take_output() are void
+        context.emitted = []
         context.stores = {}
         context.task_state = {}
         context.task_state_changed = set()
@@ -91,6 +96,9 @@ class Task:
             child = source.batch_child()
             if child is not None:
                 self._batch_child = (topic, source, child)
+        # Fused only while no stream-time timer could be due between two records.
+        self._fused = (FusedChain.of(self.processors, context)
+                       if context.timers.next_stream_due == float("inf") else None)
 
     def advance_time(self, stream_time: int) -> None:
         """Move the task's stream time forward (never back) and let every processor
@@ -129,7 +137,13 @@ class Task:
             source.receive_table(table, topic)
             child.count_table(table, topic)
             return
-        columns = [table.column(c).to_pylist() for c in
+        if self._fused is not None:
+            rows = self._fused.run(table)
+            if rows is not None:
+                self.context.emit_rows(rows)
+                return
+        # to_numpy().tolist(): several times faster than to_pylist() for bytes and strings
+        columns = [table.column(c).to_numpy(zero_copy_only=False).tolist() for c in
                    ("topic", "partition", "offset", "timestamp", "key", "value")]
         headers = None
         if "headers" in table.column_names and pc.sum(pc.list_value_length(table.column("headers"))).as_py():
@@ -158,11 +172,25 @@ class Task:
             context.task_state_changed = set()
             self._stores.commit()
 
+    def _take_segments(self) -> list:
+        context = self.context
+        segments, context.emitted = context.emitted + [context.output], []
+        context.output = []
+        return segments
+
     def take_output(self) -> list[tuple]:
         """Rows emitted since the last call: (topic, partition, timestamp, key, value, headers)."""
-        output, self.context.output = self.context.output, []
+        output = [row for segment in self._take_segments()
+                  for row in (segment if isinstance(segment, list) else output_tuples(segment))]
         self.context.count("records_out", len(output))
         return output
+
+    def take_output_table(self) -> pa.Table:
+        """:meth:`take_output` as one Arrow table (``processors.columnar.OUTPUT_SCHEMA``)."""
+        tables = [output_rows(s) if isinstance(s, list) else s for s in self._take_segments() if len(s)]
+        rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0] if tables else output_rows([])
+        self.context.count("records_out", rows.num_rows)
+        return rows
 
     def watermark(self) -> int:
         """The smallest watermark (observed stream time − grace) over the task's
