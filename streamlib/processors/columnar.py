@@ -161,11 +161,12 @@ def output_rows(output: list[tuple]) -> pa.Table:
     topics, partitions, timestamps, keys, values, headers = (list(c) for c in zip(*output))
     return pa.Table.from_arrays(
         [pa.array(topics, pa.string()), pa.array(partitions, pa.int32()), pa.array(timestamps, pa.int64()),
-         pa.array(keys, pa.binary()), pa.array(values, pa.binary()), _headers_array(headers)],
+         pa.array(keys, pa.binary()), pa.array(values, pa.binary()), headers_array(headers)],
         schema=OUTPUT_SCHEMA)
 
 
-def _headers_array(headers: list[tuple]) -> pa.Array:
+def headers_array(headers: list[tuple]) -> pa.Array:
+    """Headers (tuples of ``(key, value)``) of many records as one Arrow array."""
     if not any(headers):  # the common case: no headers at all
         return _no_headers(len(headers))
     return pa.array([[{"key": k, "value": v} for k, v in h] for h in headers], HEADER_TYPE)
