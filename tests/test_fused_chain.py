@@ -8,11 +8,12 @@ import re
 import pyarrow as pa
 import pytest
 
-from streamlib import Consumed, Produced, Serdes, StreamsBuilder, StreamsConfig
+from streamlib import Consumed, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig
 from streamlib.processors import DeserializationFailure, ProcessingError
 from streamlib.runtime.fused import FusedChain
 from streamlib.runtime.order import processing_order
 from streamlib.runtime.task import Task
+from streamlib.state import open_task_stores
 from streamlib.topics.base import HEADER_TYPE
 
 S, L = Serdes.string(), Serdes.long()
@@ -169,3 +170,43 @@ def test_only_straight_stateless_chains_are_fused():
     builder = StreamsBuilder()
     builder.stream("in", consumed=Consumed.with_(S, S, timestamp_extractor=lambda k, v, ts: ts)).to("out")
     assert fused_of(builder.build()) is None
+
+
+# -- a caching count's flush sends its updates down the chain below it over columns --
+def count_task(tmp_path, after):
+    builder = StreamsBuilder()
+    after(builder.stream("in", consumed=Consumed.with_(S, S)).group_by_key()
+          .count(materialized=Materialized.as_("counts")).to_stream()).to("out", produced=Produced.with_(S, L))
+    topology = builder.build()
+    cfg = StreamsConfig(application_id="fused", bootstrap="local:///unused", state_dir=str(tmp_path))
+    task = Task(topology, topology.subtopologies[0], 0, cfg)
+    stores = open_task_stores(tmp_path / "0_0", task.store_specs())
+    task.begin(stores, 0)
+    return task, stores
+
+
+def test_caching_count_flushes_through_the_chain_below_it(tmp_path):
+    task, stores = count_task(tmp_path, lambda s: s.map_values(lambda n: n * 10).filter(lambda k, n: k != "c"))
+    try:
+        words = ["a", "b", "a", "c", "b", "a"]
+        task.process_table(rows_of([(0, i, 100 + i, w.encode(), b"x", (("h", w.encode()),) if w == "b" else ())
+                                    for i, w in enumerate(words)]))
+        task.commit()
+        assert any(isinstance(segment, pa.Table) for segment in task.context.emitted)  # columns, not records
+        output = task.take_output()
+    finally:
+        stores.close()
+    # each key's last update of the commit, in the order keys were last updated
+    assert output == [("out", None, 104, b"b", Serdes.long().serialize(20), (("h", b"b"),)),
+                      ("out", None, 105, b"a", Serdes.long().serialize(30), ())]
+
+
+def test_a_failing_function_below_a_count_still_names_its_node(tmp_path):
+    task, stores = count_task(tmp_path, lambda s: s.map_values(lambda n: n // (n - 2)))
+    try:
+        task.process_table(rows_of([(0, i, 100 + i, w, b"x") for i, w in enumerate([b"a", b"b", b"b"])]))
+        with pytest.raises(ProcessingError, match=r"ZeroDivisionError.* in KSTREAM-MAPVALUES-\d+ at topic 'in' "
+                                                  r"partition 0 offset 2"):
+            task.commit()
+    finally:
+        stores.close()
