@@ -1,7 +1,9 @@
 """``Task``: one sub-topology running for one partition, batch by batch."""
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+import gc
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,6 +19,20 @@ from .fused import FusedChain
 from .order import processing_order
 
 _STREAM_TIME = "stream_time"
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection inside: a batch allocates many short-lived, acyclic
+    objects (freed by reference counting), and the collector's passes over them cost
+    about a quarter of the batch's Python time. It runs again when the batch is done."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class Task:
@@ -131,7 +147,10 @@ class Task:
         in the deterministic processing order."""
         if table.num_rows == 0:
             return
-        table = table.take(processing_order(table))
+        with paused_gc():
+            self._process_table(table.take(processing_order(table)))
+
+    def _process_table(self, table: pa.Table) -> None:
         if self._batch_child is not None:
             topic, source, child = self._batch_child
             source.receive_table(table, topic)
@@ -160,6 +179,10 @@ class Task:
 
     def commit(self) -> None:
         """End the batch: flush cached table updates, then commit the stores."""
+        with paused_gc():
+            self._commit()
+
+    def _commit(self) -> None:
         for proc in self.processors.values():
             proc.flush()
         if self._stores is not None:
