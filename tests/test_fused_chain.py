@@ -210,3 +210,30 @@ def test_a_failing_function_below_a_count_still_names_its_node(tmp_path):
             task.commit()
     finally:
         stores.close()
+
+
+# -- the Spark task's glue (run_task, output_table, sink appends), run without a query --
+def test_wordcount_stages_through_the_spark_task_glue(tmp_path):
+    from engine import Workspace, latest_per_key, python_count, wordcount_topology
+    from streamlib.spark.source import BackendSpec
+    from streamlib.spark.tasks import StagePlan, run_task
+
+    workspace = Workspace(tmp_path)
+    lines = [f"the {i} quick fox {i % 3} the" for i in range(40)] + ["", "Ünïcode wörds ünïcode"]
+    workspace.produce("lines", [(None, line, 1_000 + i) for i, line in enumerate(lines)])
+    for topic in ("counts-out", "app-counts-changelog", "app-1-task-changelog"):
+        workspace.backend.create_topic(topic, partitions=1, exist_ok=True)
+    topology = wordcount_topology()
+    config = workspace.config(num_partitions=1)
+    internal = frozenset(t for sub in topology.subtopologies for t in sub.repartition_inputs)
+    spec = BackendSpec(workspace.bootstrap)
+    rows = rows_of([(0, r.offset, r.timestamp, r.key, r.value)
+                    for r in workspace.backend.read("lines", 0, 0, len(lines))], topic="lines")
+    repartitioned, _ = run_task(StagePlan(topology, config, spec, 0, 1, internal), 0, 0, rows, "p")
+    assert repartitioned.num_rows == sum(python_count(lines).values())
+    assert set(repartitioned.column("topic").to_pylist()) == set(internal)
+    assert repartitioned.column("offset").to_pylist() == list(range(repartitioned.num_rows))
+    _, metrics = run_task(StagePlan(topology, config, spec, 1, 1, internal), 0, 0,
+                          repartitioned.cast(ROW_SCHEMA), "p")
+    assert metrics["stores"]["counts"] == len(python_count(lines))
+    assert latest_per_key(workspace.read("counts-out", value_serde=L)) == dict(python_count(lines))
