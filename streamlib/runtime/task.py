@@ -10,11 +10,11 @@ import pyarrow.compute as pc
 
 from ..config import StreamsConfig
 from ..processors import Processor, ProcessorContext, SourceProcessor, build_processors
+from ..processors.columnar import output_rows, output_tuples
 from ..processors.stores import TypedStore, typed_store
 from ..processors.timers import STREAM_TIME, WALL_CLOCK_TIME, Timers
 from ..state import StoreSpec
 from ..topology import SubTopology, Topology
-from ..processors.columnar import output_rows, output_tuples
 from .fused import FusedChain
 from .order import processing_order
 
