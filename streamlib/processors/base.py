@@ -49,6 +49,9 @@ class ProcessorContext:
         self.task_state_changed: set[str] = set()
         #: rows leaving the task: (topic, partition or None, timestamp, key, value, headers)
         self.output: list[tuple] = []
+        #: earlier output, in order: lists of such tuples and Arrow tables of them
+        #: (``processors.columnar.OUTPUT_SCHEMA``) emitted by :meth:`emit_rows`
+        self.emitted: list[Any] = []
         self.metrics: dict[str, int] = {"records_in": 0, "records_out": 0, "dropped_records": 0,
                                         "skipped_records": 0, "dead_letter_records": 0}
 
@@ -58,6 +61,13 @@ class ProcessorContext:
     def emit(self, topic: str, partition: Optional[int], timestamp: int, key: Optional[bytes],
              value: Optional[bytes], headers: tuple) -> None:
         self.output.append((topic, partition, timestamp, key, value, headers))
+
+    def emit_rows(self, rows: Any) -> None:
+        """Emit many rows as one Arrow table (``processors.columnar.OUTPUT_SCHEMA``)."""
+        if self.output:
+            self.emitted.append(self.output)
+            self.output = []
+        self.emitted.append(rows)
 
     def count(self, metric: str, n: int = 1) -> None:
         self.metrics[metric] = self.metrics.get(metric, 0) + n

@@ -3,10 +3,15 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import pyarrow as pa
+
 from ..node_kinds import TABLE_FILTER, TABLE_MAP_VALUES, TABLE_SELECT, TABLE_SOURCE
 from .base import Processor
+from .columnar import chain_below, headers_array, run_chain
 from .record import Change, Record
 from .registry import processes
+
+_UNKNOWN = object()
 
 
 class TableEmitter:
@@ -19,6 +24,10 @@ class TableEmitter:
         self.processor = processor
         self.caching = caching
         self._pending: dict[Any, list] = {}
+        #: when the updates go down a straight stateless chain into a sink: that chain,
+        #: run over columns at flush (processors.columnar); found at the first flush,
+        #: once every processor is initialised
+        self._tail: Any = _UNKNOWN if caching else None
 
     def emit(self, record: Record, kb: bytes, new: Any, old: Any, timestamp: int) -> None:
         if not self.caching:
@@ -33,11 +42,24 @@ class TableEmitter:
 
     def flush(self) -> None:
         pending, self._pending = self._pending, {}
-        for (update,) in pending.values():
-            # a key that had no row before the commit and has none after: nothing to say
-            # (Kafka's caching store skips such entries at flush)
-            if update.value.new is not None or update.value.old is not None:
-                self.processor.forward(update)
+        # a key that had no row before the commit and has none after: nothing to say
+        # (Kafka's caching store skips such entries at flush)
+        updates = [update for (update,) in pending.values()
+                   if update.value.new is not None or update.value.old is not None]
+        if self._tail is _UNKNOWN:
+            self._tail = chain_below(self.processor)
+        if self._tail is not None and len(updates) > 1:
+            try:
+                rows = run_chain(*self._tail, [u.key for u in updates], [u.value for u in updates],
+                                 pa.array([u.timestamp for u in updates], pa.int64()),
+                                 headers_array([u.headers for u in updates]))
+            except Exception:  # noqa: BLE001 - record by record below reports it precisely
+                rows = None
+            if rows is not None:
+                self.processor.context.emit_rows(rows)
+                return
+        for update in updates:
+            self.processor.forward(update)
 
 
 class StatefulProcessor(Processor):

@@ -110,7 +110,7 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
         task.process_table(rows)
         task.punctuate_wall_clock(now_millis())
         task.commit()
-        output = output_table(task.take_output(), partition, plan.internal_topics)
+        output = output_table(task.take_output_table(), partition, plan.internal_topics)
         internal = pc.is_in(output.column("topic"), pa.array(sorted(plan.internal_topics), pa.string()))
         # Stores first, then sinks: a re-run after a crash in between undoes the stores'
         # batch and appends the sink rows once; a re-run after both finds the appends
@@ -152,27 +152,16 @@ def write_sinks(backend: Any, rows: pa.Table, producer_id: str, batch_id: int) -
         backend.append(topic, partition, records, producer_id=producer_id, sequence=batch_id)
 
 
-def output_table(output: list[tuple], partition: int, internal_topics: frozenset[str]) -> pa.Table:
-    """Task output rows -> STAGE_SCHEMA; repartition rows carry (task partition, sequence)."""
-    if not output:
-        return STAGE_SCHEMA.empty_table()
-    topics, partitions, timestamps, keys, values, headers = (list(c) for c in zip(*output))
-    for i, topic in enumerate(topics):
-        if topic in internal_topics:
-            partitions[i] = partition
+def output_table(output: pa.Table, partition: int, internal_topics: frozenset[str]) -> pa.Table:
+    """Task output rows (``processors.columnar.OUTPUT_SCHEMA``) -> STAGE_SCHEMA; repartition
+    rows carry (task partition, sequence)."""
+    topics = output.column("topic")
+    internal = pc.is_in(topics, pa.array(sorted(internal_topics), pa.string()))
+    partitions = pc.if_else(internal, pa.scalar(partition, pa.int32()), output.column("partition"))
     return pa.Table.from_arrays(
-        [pa.array(topics, pa.string()), pa.array(partitions, pa.int32()),
-         pa.array(np.arange(len(topics), dtype=np.int64)), pa.array(timestamps, pa.int64()),
-         pa.array(keys, pa.binary()), pa.array(values, pa.binary()), _headers_array(headers)],
+        [topics, partitions, pa.array(np.arange(output.num_rows, dtype=np.int64)),
+         output.column("timestamp"), output.column("key"), output.column("value"), output.column("headers")],
         schema=STAGE_SCHEMA)
-
-
-def _headers_array(headers: list[tuple]) -> pa.Array:
-    header_type = STAGE_SCHEMA.field("headers").type
-    if not any(headers):  # the common case: no headers at all, built without Python lists
-        return pa.ListArray.from_arrays(pa.array(np.zeros(len(headers) + 1, dtype=np.int32)),
-                                        pa.array([], header_type.value_type))
-    return pa.array([[{"key": k, "value": v} for k, v in h] for h in headers], header_type)
 
 
 def merge_metrics(total: dict, update: dict) -> dict:

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from streamlib.config import StreamsConfig
 from streamlib.processors.base import ProcessorContext
 from streamlib.processors.io import SourceProcessor
+from streamlib.processors.columnar import output_rows
 from streamlib.spark.sink import QUERY_ID_PROPERTY
 from streamlib.spark.source import BackendSpec
 from streamlib.spark.tasks import output_table, write_sinks
@@ -67,7 +68,7 @@ def handle_undecodable(node: Node, config: StreamsConfig, backend: BackendSpec, 
                                row["value"], tuple((h["key"], h["value"]) for h in row["headers"] or ()))
         if context.output:  # dead letters
             producer = f"{config.application_id}/{spark_task.getLocalProperty(QUERY_ID_PROPERTY)}/{context.task_id}"
-            write_sinks(log, output_table(context.output, partition, frozenset()), producer, batch_id)
+            write_sinks(log, output_table(output_rows(context.output), partition, frozenset()), producer, batch_id)
         report({"tasks": {context.task_id: dict(context.metrics)}})
         yield from ()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Optional
 
-from ...state.timestamped import decode_timestamped
+from ...state.timestamped import decode_timestamped, encode_timestamped_column
 from .base import Entry, StoreView, TypedStore
 
 _MISSING = object()
@@ -51,11 +51,13 @@ class TimestampedKeyValueStore(TypedStore):
     def write_back(self) -> None:
         """Hand this batch's changes to the byte store (called before the store commits)."""
         if self._dirty:
-            items = []
-            for kb in self._dirty:
-                entry = self._cache[kb]
-                items.append((kb, None if entry is None else self._encode(kb, entry)))
-            self.store.put_many(items, timestamps=list(self._dirty.values()))
+            kbs = list(self._dirty)
+            entries = [self._cache[kb] for kb in kbs]
+            try:
+                raws = encode_timestamped_column(self.value_serde, entries)
+            except Exception:  # noqa: BLE001 - key by key names the store and the key
+                raws = [None if entry is None else self._encode(kb, entry) for kb, entry in zip(kbs, entries)]
+            self.store.put_many(list(zip(kbs, raws)), timestamps=list(self._dirty.values()))
             self._dirty.clear()
         self._cache.clear()
 
