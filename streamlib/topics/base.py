@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple, Optional, Sequence
+from typing import ContextManager, Iterable, NamedTuple, Optional, Sequence
 
 import pyarrow as pa
 
@@ -124,6 +125,13 @@ class TopicBackend(ABC):
 
     def flush(self) -> None:
         """Wait until every produced record is durable and readable."""
+
+    def group_commit(self) -> ContextManager[None]:
+        """A block whose appends (of this thread) are all durable when it exits, made
+        durable together rather than one by one (the local log fsyncs once per file
+        written, concurrently, at the end); appends stay readable at once. Default:
+        appends are durable when they return, so the block does nothing more."""
+        return nullcontext()
 
     @abstractmethod
     def end_offsets(self, topic: str) -> dict[int, int]:

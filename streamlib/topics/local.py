@@ -11,14 +11,15 @@ import os
 import shutil
 import time
 import uuid
-from typing import Callable, Iterable, Optional, TypeVar
+from contextlib import nullcontext
+from typing import Callable, ContextManager, Iterable, Optional, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from .base import (APPEND_SCHEMA, HEADER_TYPE, TopicBackend, TopicExists, TopicInfo,
                    TopicNotFound, TopicsError, check_topic_name)
-from .partition_log import DEFAULT_SEGMENT_BYTES, PartitionDeleted, PartitionLog
+from .partition_log import DEFAULT_SEGMENT_BYTES, PartitionDeleted, PartitionLog, deferred_fsyncs
 from .partitioner import RoundRobin, partition_array
 
 T = TypeVar("T")
@@ -160,6 +161,9 @@ class LocalBackend(TopicBackend):
     def flush(self) -> None:
         for topic in list(self._pending):
             self._write_pending(topic)
+
+    def group_commit(self) -> ContextManager[None]:
+        return deferred_fsyncs() if self.fsync else nullcontext()
 
     def append(self, topic: str, partition: int, records: pa.Table,
                producer_id: Optional[str] = None, sequence: Optional[int] = None) -> bool:
