@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from .config import StreamsConfig
 from .processors.stores import query_view
+from .state.cache import release_everywhere
 from .state.partitioned import PartitionedReadOnlyStore
 from .topics import TopicNotFound
 from .topology import Topology, TopologyError
@@ -98,6 +99,11 @@ class Streams:
         if self._query is not None:
             self._query.stop()
             self._query = None
+            # Workers keep task stores open between batches: have them closed, so that
+            # the state may be deleted, reset or opened elsewhere once stop() returns.
+            if not release_everywhere(self.config.application_state_dir):
+                log.warning("some task stores under %s are still held open",
+                            self.config.application_state_dir)
         for view in self._views.values():
             view._store.close()
         self._views.clear()
