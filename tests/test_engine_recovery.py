@@ -22,8 +22,8 @@ from streamlib.spark.compiler import BatchPlan
 
 run = BatchPlan.run
 
-def run_then_die(self, source, batch_id):
-    run(self, source, batch_id)   # stores, changelogs and sink topics are committed ...
+def run_then_die(self, source, batch_id, *args):
+    run(self, source, batch_id, *args)  # stores, changelogs and sink topics are committed ...
     os._exit(17)                  # ... and the driver dies before Spark commits the batch
 
 BatchPlan.run = run_then_die
