@@ -31,7 +31,6 @@ from pyspark.sql import functions as F  # noqa: E402
 from common import bench_session  # noqa: E402
 from streamlib import (Consumed, Materialized, Produced, Serdes, Streams, StreamsBuilder,  # noqa: E402
                        StreamsConfig)
-from streamlib.spark.session import register_data_sources  # noqa: E402
 from streamlib.topics import open_backend  # noqa: E402
 from wordcount_bench import make_lines as make_byte_lines  # noqa: E402
 
@@ -81,7 +80,6 @@ def main():
         with open(f"{files}/part-{i:03d}.txt", "w") as f:
             f.write("\n".join(lines[i * per:(i + 1) * per]) + "\n")
     spark = bench_session("wc-side-by-side", PARTITIONS)
-    register_data_sources(spark)
     n = [0]
 
     def fresh():
