@@ -15,6 +15,7 @@ from .errors import translate
 from .instance import ApplicationLock
 from .preflight import prepare_changelogs
 from .runtime.batches import data_pass, time_pass
+from .state.cache import release_everywhere
 from .topics import TopicNotFound
 from .topology import Topology, TopologyError
 
@@ -109,11 +110,19 @@ class Streams:
             if self._query is not None:
                 self._query.stop()
                 self._query = None
+                self._release_task_stores()
             if self._queries is not None:
                 self._queries.stopped()
         finally:
             if self._query is None:
                 self._instance.release()
+
+    def _release_task_stores(self) -> None:
+        """Workers keep task stores open between batches: have them closed, so that the
+        state may be deleted, reset or opened elsewhere once the application stops."""
+        if not release_everywhere(self.config.application_state_dir):
+            log.warning("some task stores under %s are still held open",
+                        self.config.application_state_dir)
 
     def cleanup(self) -> None:
         """Delete this application's local state (Kafka Streams' ``cleanUp``); progress

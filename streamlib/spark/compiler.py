@@ -106,7 +106,7 @@ class BatchPlan:
             stage.writes = frozenset(self._writes(stage.sub))
             stage.readers = sum(1 for s in self.stages if stage.writes & set(s.sub.repartition_inputs))
         self.metrics = spark.sparkContext.accumulator({"tasks": {}}, _MetricsParam())
-        self.last_plan = "no micro-batch has run yet"
+        self._last_result: Optional[DataFrame] = None
         self.time_aware = any(stage.time_aware for stage in self.stages)
         self._tick_keys: dict[int, list[bytes]] = {}
 
@@ -226,11 +226,19 @@ class BatchPlan:
         return {self.topology.nodes[n].params["topic"] for n in sub.nodes
                 if self.topology.nodes[n].kind == "repartition"}
 
+    @property
+    def last_plan(self) -> str:
+        """The Spark plan (logical and physical) of the last batch that ran."""
+        if self._last_result is None:
+            return "no micro-batch has run yet"
+        # Rendered on demand: the plan's text costs tens of ms, each batch.
+        return self._last_result._jdf.queryExecution().toString()
+
     def run(self, source: DataFrame, batch_id: int, stream_time: int = -1) -> None:
         """Run the batch: every stage, each task writing its own sink rows."""
         try:
             result = self.build(source, batch_id, stream_time)
-            self.last_plan = result._jdf.queryExecution().toString()
+            self._last_result = result
             result.collect()  # no rows: terminal stages only write to sinks
         finally:
             for stage in self.stages:

@@ -1,0 +1,155 @@
+"""End-to-end latency: produce -> output-topic record, streamlib vs Spark's own query.
+
+A producer writes ``--rate`` records/s (unique keys, value "1") for ``--seconds`` into a
+4-partition topic of the embedded log while the application counts records per key
+with a processing-time trigger of ``--interval-ms``; a reader polls the output topic
+every 10 ms and notes when each key first appears. Latency = first seen - produced
+(wall clock, same process). Prints p50/p90/p99/max per engine.
+
+- ``streamlib``: ``stream("in").group_by_key().count().to_stream().to("out")`` run by
+  ``Streams.start()`` with ``commit_interval`` = the interval.
+- ``spark``: what a Spark user writes by hand on the same trigger: the topic read
+  through the ``streamlib`` data source, ``groupBy(key).count()`` (RocksDB state store
+  provider), update mode, written with the ``streamlib`` sink to another topic.
+
+Both run in one Spark session (``local[2]``), one after the other, after a warm-up.
+
+    .venv/bin/python benchmarks/latency_bench.py [--rate 5000] [--seconds 20] [--interval-ms 200 1000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from datetime import timedelta
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+from pyspark.sql import functions as F  # noqa: E402
+
+from common import bench_session  # noqa: E402
+from streamlib import (Consumed, Materialized, Produced, Serdes, Streams, StreamsBuilder,  # noqa: E402
+                       StreamsConfig)
+from streamlib.topics import open_backend  # noqa: E402
+
+PARTITIONS = 4
+WARM_UP_SECONDS = 10
+
+
+def percentile(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def measure(boot: str, topic_in: str, topic_out: str, rate: int, seconds: float) -> list[float]:
+    """Produce at ``rate`` for ``seconds``; latencies (ms) of the keys seen in ``topic_out``."""
+    producer = open_backend(boot)
+    sent: dict[str, float] = {}
+    seen: dict[str, float] = {}
+    done = threading.Event()
+
+    def reader() -> None:
+        log = open_backend(boot)
+        pos = {p: log.end_offsets(topic_out)[p] for p in range(PARTITIONS)}
+        while not done.is_set():
+            for part, end in log.end_offsets(topic_out).items():
+                if end > pos[part]:
+                    now = time.time()
+                    for record in log.read(topic_out, part, pos[part], end):
+                        seen.setdefault(record.key.decode(), now)
+                    pos[part] = end
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    start = time.time()
+    i = 0
+    while time.time() - start < seconds:
+        # Produce in 10 ms slices so that the producer keeps the rate on a busy machine.
+        due = int((time.time() - start) * rate)
+        while i < due:
+            key = f"{topic_in}-{i}"
+            now = time.time()
+            producer.produce(topic_in, key=key.encode(), value=b"1", timestamp=int(now * 1000))
+            sent[key] = now
+            i += 1
+        producer.flush()
+        time.sleep(0.01)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(seen) < len(sent):
+        time.sleep(0.1)
+    done.set()
+    thread.join()
+    lost = len(sent) - len(seen)
+    if lost:
+        print(f"  ({lost} of {len(sent)} records not seen within 60 s)")
+    return sorted((seen[k] - sent[k]) * 1000 for k in sent if k in seen)
+
+
+def run_streamlib(spark, boot: str, work: str, interval_ms: int, rate: int, seconds: float) -> list[float]:
+    builder = StreamsBuilder()
+    (builder.stream("in-sl", consumed=Consumed.with_(Serdes.string(), Serdes.string()))
+     .group_by_key().count(materialized=Materialized.as_("c")).to_stream()
+     .to("out-sl", produced=Produced.with_(Serdes.string(), Serdes.long())))
+    config = StreamsConfig(application_id=f"latency{interval_ms}", bootstrap=boot,
+                           state_dir=f"{work}/state", commit_interval=timedelta(milliseconds=interval_ms))
+    app = Streams(builder.build(), config, spark=spark)
+    app.start()
+    try:
+        measure(boot, "in-sl", "out-sl", rate, WARM_UP_SECONDS)
+        return measure(boot, "in-sl", "out-sl", rate, seconds)
+    finally:
+        app.stop()
+
+
+def run_spark(spark, boot: str, work: str, interval_ms: int, rate: int, seconds: float) -> list[float]:
+    counts = (spark.readStream.format("streamlib").option("bootstrap", boot).option("topics", "in-sp")
+              .load().groupBy("key").count()
+              .select("key", F.col("count").cast("string").cast("binary").alias("value")))
+    query = (counts.writeStream.outputMode("update").format("streamlib")
+             .option("bootstrap", boot).option("topic", "out-sp")
+             .option("checkpointLocation", f"{work}/spark-checkpoint")
+             .trigger(processingTime=f"{interval_ms} milliseconds").start())
+    try:
+        measure(boot, "in-sp", "out-sp", rate, WARM_UP_SECONDS)
+        return measure(boot, "in-sp", "out-sp", rate, seconds)
+    finally:
+        query.stop()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--rate", type=int, default=5000)
+    p.add_argument("--seconds", type=float, default=20)
+    p.add_argument("--interval-ms", type=int, nargs="+", default=[200, 1000])
+    a = p.parse_args()
+    spark = bench_session("latency-bench", PARTITIONS)
+    print(f"rate {a.rate}/s for {a.seconds:g} s; load average: {os.getloadavg()}")
+    try:
+        for interval in a.interval_ms:
+            for name, run in (("spark", run_spark), ("streamlib", run_streamlib)):
+                work = tempfile.mkdtemp(prefix="latency-")
+                boot = f"local://{work}/log"
+                backend = open_backend(boot)
+                for topic in ("in-sl", "out-sl", "in-sp", "out-sp"):
+                    backend.create_topic(topic, partitions=PARTITIONS)
+                try:
+                    lat = run(spark, boot, work, interval, a.rate, a.seconds)
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
+                if lat:
+                    print(f"trigger {interval:>5} ms  {name:<10} p50 {percentile(lat, .5):7.0f} ms  "
+                          f"p90 {percentile(lat, .9):7.0f} ms  p99 {percentile(lat, .99):7.0f} ms  "
+                          f"max {lat[-1]:7.0f} ms  (n={len(lat)})", flush=True)
+    finally:
+        spark.stop()
+    print(f"load average: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
