@@ -133,6 +133,7 @@ class Streams:
         if self._queries is not None:
             self._queries.close()
             self._queries = None
+        self._release_task_stores()  # (also those a failed earlier run left open)
         shutil.rmtree(self.config.application_state_dir, ignore_errors=True)
 
     @property

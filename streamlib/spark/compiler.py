@@ -10,6 +10,7 @@ topics are appended by the tasks themselves, idempotently per (task, batch).
 """
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -93,9 +94,12 @@ class BatchPlan:
         self.chains = column_chains(topology, config)
         executed = without_columns(topology, self.chains) if self.chains else topology
         self.stages = []
+        # One plan per start of the application: its id keeps tasks from reusing stores
+        # left open by an earlier run (whose state may since have been reset or deleted).
+        run_id = uuid.uuid4().hex
         for sub in stage_order(topology):
             n = self._partitions_of(sub)
-            plan = StagePlan(executed, config, backend, sub.id, n, internal)
+            plan = StagePlan(executed, config, backend, sub.id, n, internal, run_id)
             counted = counted_input(topology, sub, config) if n == self.num_partitions else None
             time_aware = any(PROCESSORS[topology.nodes[name].kind].time_aware for name in sub.nodes
                              if topology.nodes[name].kind in PROCESSORS)

@@ -48,6 +48,9 @@ class StagePlan:
     sub_id: int
     num_partitions: int
     internal_topics: frozenset[str]
+    #: names one start of the application: stores kept open between batches serve
+    #: only the run that opened them (see :mod:`streamlib.state.cache`)
+    run_id: str = ""
 
 
 def stage_function(plan: StagePlan, batch_id: int, stream_time: int,
@@ -112,8 +115,9 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
         options = dict(partition=partition, num_partitions=plan.num_partitions,
                        producer_prefix=plan.config.application_id,
                        meta_changelog_topic=plan.config.task_changelog_topic(sub.id))
-        # A cached copy serves only the same stores, logging to the same changelogs.
-        cache_key = (tuple(specs), plan.backend, *options.values())
+        # A cached copy serves only this run of the application (a restart, reset or
+        # deleted state in between opens afresh), the same stores and changelogs.
+        cache_key = (plan.run_id, tuple(specs), plan.backend, *options.values())
     try:
         if task.stateful:
             stores = STORE_CACHE.acquire(task_dir, cache_key, lambda: open_task_stores(

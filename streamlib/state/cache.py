@@ -16,9 +16,14 @@ request is pending closes instead of caching. Without requests, an entry closes 
 ``lease`` idle seconds. So a second opener waits for a poll interval, never for a
 batch, and never opens a store another process is using: the LOCK decides as before.
 
-A cached copy is reused only if its databases are still the ones on disk (RocksDB's
-``IDENTITY``: a deleted or recreated copy is opened afresh) and the task's store
-specs and changelog settings are unchanged. Every reuse runs ``TaskStores.begin``
+A cached copy is reused only under the same key (the caller's: the run of the
+application that opened it, the store specs and changelog settings) and only if its
+databases are still the ones on disk (same directories, same RocksDB ``IDENTITY``): a
+restart, a reset, or a deleted or recreated copy opens afresh. The reaper also closes
+an entry as soon as one of its directories is deleted or replaced (an open handle must
+not outlive its directory: RocksDB writes and deletes files by name, and a new copy
+may be created under the same name). ``Streams.stop()`` closes every entry of the
+application (:func:`release_everywhere`). Every reuse runs ``TaskStores.begin``
 as a fresh open does: roll back, drop or catch up from the changelog, so a copy left
 behind while another host ran the task is brought up to date.
 """
@@ -41,13 +46,18 @@ POLL_INTERVAL = 0.01
 
 
 class _Entry:
-    __slots__ = ("key", "stores", "identities", "idle_since")
+    __slots__ = ("key", "stores", "identities", "inodes", "idle_since")
 
-    def __init__(self, key: Hashable, stores: TaskStores, identities: tuple, idle_since: float):
+    def __init__(self, key: Hashable, stores: TaskStores, idle_since: float):
         self.key = key
         self.stores = stores
-        self.identities = identities
+        self.identities = _identities(stores)
+        self.inodes = _inodes(stores)
         self.idle_since = idle_since
+
+    def on_disk(self) -> bool:
+        """Whether the entry's databases are still the ones on disk."""
+        return self.inodes == _inodes(self.stores) and self.identities == _identities(self.stores)
 
 
 class StoreCache:
@@ -72,6 +82,7 @@ class StoreCache:
         self._entries: dict[str, _Entry] = {}
         self._lock = threading.Lock()
         self._reaper: Optional[threading.Thread] = None
+        self._reaper_pid = 0
         self.hits = 0
         self.misses = 0
 
@@ -80,7 +91,7 @@ class StoreCache:
         with self._lock:
             entry = self._entries.pop(task_dir, None)
         if entry is not None:
-            if entry.key == key and entry.identities == _identities(entry.stores):
+            if entry.key == key and entry.on_disk():
                 self.hits += 1
                 entry.stores.reset_metrics()
                 return entry.stores
@@ -94,13 +105,15 @@ class StoreCache:
         if self.lease <= 0 or os.path.exists(os.path.join(task_dir, RELEASE_REQUEST)):
             stores.close()
             return
-        entry = _Entry(key, stores, _identities(stores), time.monotonic())
+        entry = _Entry(key, stores, time.monotonic())
         with self._lock:
             old = self._entries.pop(task_dir, None)
             self._entries[task_dir] = entry
-            if self._reaper is None:
+            # (a forked child inherits the attribute, not the thread)
+            if self._reaper is None or self._reaper_pid != os.getpid():
                 self._reaper = threading.Thread(target=self._reap, name="streamlib-store-cache",
                                                 daemon=True)
+                self._reaper_pid = os.getpid()
                 self._reaper.start()
         if old is not None and old.stores is not stores:
             old.stores.close()
@@ -111,16 +124,26 @@ class StoreCache:
 
     def close_all(self) -> None:
         """Close every cached entry (e.g. before deleting state directories)."""
+        self.close_under("")
+
+    def close_under(self, directory: str) -> int:
+        """Close the entries of task directories under ``directory`` (all for "");
+        return how many."""
+        prefix = os.path.join(os.path.abspath(directory), "") if directory else ""
         with self._lock:
-            entries, self._entries = list(self._entries.values()), {}
+            doomed = [task_dir for task_dir in self._entries
+                      if os.path.join(os.path.abspath(task_dir), "").startswith(prefix)]
+            entries = [self._entries.pop(task_dir) for task_dir in doomed]
         for entry in entries:
             entry.stores.close()
+        return len(entries)
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def _reap(self) -> None:
-        """Close entries that are requested elsewhere or idle past the lease. Runs for
+        """Close entries that are requested elsewhere, idle past the lease, or whose
+        directories were deleted or replaced. Runs for
         the life of the process once started (a task takes its entry out while it
         runs, so the cache is often empty for a moment; a sleeping thread costs nothing)."""
         while True:
@@ -130,7 +153,8 @@ class StoreCache:
             with self._lock:
                 for task_dir, entry in list(self._entries.items()):
                     if (now - entry.idle_since > self.lease
-                            or os.path.exists(os.path.join(task_dir, RELEASE_REQUEST))):
+                            or os.path.exists(os.path.join(task_dir, RELEASE_REQUEST))
+                            or entry.inodes != _inodes(entry.stores)):
                         doomed.append(self._entries.pop(task_dir))
             for entry in doomed:
                 entry.stores.close()
@@ -138,6 +162,18 @@ class StoreCache:
 
 def _identities(stores: TaskStores) -> tuple[Optional[bytes], ...]:
     return tuple(db_identity(path) for path in stores.paths())
+
+
+def _inodes(stores: TaskStores) -> tuple[Optional[tuple[int, int]], ...]:
+    """Which directories the databases are in (a stat each: cheap enough for every poll)."""
+    found = []
+    for path in stores.paths():
+        try:
+            info = os.stat(path)
+            found.append((info.st_dev, info.st_ino))
+        except FileNotFoundError:
+            found.append(None)
+    return tuple(found)
 
 
 #: The process's cache (one per Python worker).
@@ -151,9 +187,11 @@ def release_everywhere(state_dir: str, timeout: float = 10.0) -> bool:
 
     For the driver when an application stops: afterwards the state may be deleted
     (``Streams.cleanup``), reset or opened by other tools. It must not be called by a
-    process that itself holds one of these stores open (a POSIX lock is dropped when
-    its process closes any descriptor of the file).
+    process that holds one of these stores open outside the cache (a POSIX lock is
+    dropped when its process closes any descriptor of the file): this process's own
+    cached entries under ``state_dir`` are therefore closed first.
     """
+    STORE_CACHE.close_under(state_dir)
     if not os.path.isdir(state_dir):
         return True
     task_dirs = [entry.path for entry in os.scandir(state_dir) if entry.is_dir()]
