@@ -58,6 +58,8 @@ class Streams:
             register_data_sources(spark)
         self.spark = spark
         self._query = None
+        #: set while stop() runs: a batch failing meanwhile was interrupted by it
+        self._stopping = False
         self._plan = None
         self._totals: dict[str, int] = defaultdict(int)
         self._tasks: dict[str, dict] = {}
@@ -108,7 +110,11 @@ class Streams:
         """Stop the query; the current micro-batch finishes or is re-run on restart."""
         try:
             if self._query is not None:
-                self._query.stop()
+                self._stopping = True
+                try:
+                    self._query.stop()
+                finally:
+                    self._stopping = False
                 self._query = None
                 self._release_task_stores()
             if self._queries is not None:
@@ -234,6 +240,18 @@ class Streams:
         moved the application's stream time past some time-aware task, a pass without
         records (:func:`time_pass`) that advances every task to it, so windows close
         everywhere without waiting for new input (Spark's no-data batch)."""
+        try:
+            self._run_passes(df, batch_id)
+        except Exception:
+            if not self._stopping:
+                raise
+            from .spark.stopping import batch_interrupted
+
+            # stop() cancelled this batch: say so in the one short line Spark takes for
+            # a clean stop, not with the cancelled job's Java trace (streamlib.spark.stopping).
+            raise batch_interrupted(batch_id) from None
+
+    def _run_passes(self, df: Any, batch_id: int) -> None:
         reports = self._run_pass(df, data_pass(batch_id), self._stream_time)
         if self._plan.time_aware:
             behind = [m for m in reports.values()
