@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -40,14 +41,19 @@ from streamlib.topics import open_backend  # noqa: E402
 
 PARTITIONS = 4
 WARM_UP_SECONDS = 10
+#: How long the warm-up may take to come out: a loaded machine needs minutes for the
+#: first batches (JVM code generation, Python workers, stores opening).
+WARM_UP_DRAIN_SECONDS = 300
 
 
 def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def measure(boot: str, topic_in: str, topic_out: str, rate: int, seconds: float) -> list[float]:
-    """Produce at ``rate`` for ``seconds``; latencies (ms) of the keys seen in ``topic_out``."""
+def measure(boot: str, topic_in: str, topic_out: str, rate: int, seconds: float,
+            drain: float = 60) -> list[float]:
+    """Produce at ``rate`` for ``seconds``; latencies (ms) of the keys seen in ``topic_out``
+    within ``drain`` seconds after the last one."""
     producer = open_backend(boot)
     sent: dict[str, float] = {}
     seen: dict[str, float] = {}
@@ -80,15 +86,25 @@ def measure(boot: str, topic_in: str, topic_out: str, rate: int, seconds: float)
             i += 1
         producer.flush()
         time.sleep(0.01)
-    deadline = time.time() + 60
+    deadline = time.time() + drain
     while time.time() < deadline and len(seen) < len(sent):
         time.sleep(0.1)
     done.set()
     thread.join()
     lost = len(sent) - len(seen)
     if lost:
-        print(f"  ({lost} of {len(sent)} records not seen within 60 s)")
+        print(f"  ({lost} of {len(sent)} records not seen within {drain:g} s)")
     return sorted((seen[k] - sent[k]) * 1000 for k in sent if k in seen)
+
+
+def print_batches(name: str, progress: list[dict], first: int) -> None:
+    """Median phase durations (ms) of the batches with input since ``first``."""
+    batches = [p for p in progress[first:] if p.get("numInputRows")]
+    if not batches:
+        return
+    phases = sorted({k for p in batches for k in p["durationMs"]})
+    medians = {k: statistics.median(p["durationMs"].get(k, 0) for p in batches) for k in phases}
+    print(f"  {name}: {len(batches)} batches, median ms " + ", ".join(f"{k} {v:.0f}" for k, v in medians.items()))
 
 
 def run_streamlib(spark, boot: str, work: str, interval_ms: int, rate: int, seconds: float) -> list[float]:
@@ -101,8 +117,11 @@ def run_streamlib(spark, boot: str, work: str, interval_ms: int, rate: int, seco
     app = Streams(builder.build(), config, spark=spark)
     app.start()
     try:
-        measure(boot, "in-sl", "out-sl", rate, WARM_UP_SECONDS)
-        return measure(boot, "in-sl", "out-sl", rate, seconds)
+        measure(boot, "in-sl", "out-sl", rate, WARM_UP_SECONDS, drain=WARM_UP_DRAIN_SECONDS)
+        first = len(app._query.recentProgress)
+        lat = measure(boot, "in-sl", "out-sl", rate, seconds)
+        print_batches("streamlib", app._query.recentProgress, first)
+        return lat
     finally:
         app.stop()
 
@@ -116,8 +135,11 @@ def run_spark(spark, boot: str, work: str, interval_ms: int, rate: int, seconds:
              .option("checkpointLocation", f"{work}/spark-checkpoint")
              .trigger(processingTime=f"{interval_ms} milliseconds").start())
     try:
-        measure(boot, "in-sp", "out-sp", rate, WARM_UP_SECONDS)
-        return measure(boot, "in-sp", "out-sp", rate, seconds)
+        measure(boot, "in-sp", "out-sp", rate, WARM_UP_SECONDS, drain=WARM_UP_DRAIN_SECONDS)
+        first = len(query.recentProgress)
+        lat = measure(boot, "in-sp", "out-sp", rate, seconds)
+        print_batches("spark", query.recentProgress, first)
+        return lat
     finally:
         query.stop()
 
