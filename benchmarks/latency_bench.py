@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 from datetime import timedelta
+from typing import Any, Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -51,7 +52,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def measure(boot: str, topic_in: str, topic_out: str, rate: int, seconds: float,
-            drain: float = 60) -> list[float]:
+            drain: float = 60, alive: Callable[[], bool] = lambda: True) -> list[float]:
     """Produce at ``rate`` for ``seconds``; latencies (ms) of the keys seen in ``topic_out``
     within ``drain`` seconds after the last one."""
     producer = open_backend(boot)
@@ -87,7 +88,7 @@ def measure(boot: str, topic_in: str, topic_out: str, rate: int, seconds: float,
         producer.flush()
         time.sleep(0.01)
     deadline = time.time() + drain
-    while time.time() < deadline and len(seen) < len(sent):
+    while time.time() < deadline and len(seen) < len(sent) and alive():
         time.sleep(0.1)
     done.set()
     thread.join()
@@ -95,6 +96,23 @@ def measure(boot: str, topic_in: str, topic_out: str, rate: int, seconds: float,
     if lost:
         print(f"  ({lost} of {len(sent)} records not seen within {drain:g} s)")
     return sorted((seen[k] - sent[k]) * 1000 for k in sent if k in seen)
+
+
+def warm_up(boot: str, topic_in: str, topic_out: str, rate: int, query: Callable[[], Any],
+            restart: Callable[[], None]) -> None:
+    """Produce for WARM_UP_SECONDS and wait until it all came out; a query that died
+    meanwhile (on a loaded machine Spark's Python workers may miss their 10 s to
+    connect back) is restarted from its checkpoint once."""
+    for attempt in (1, 2):
+        measure(boot, topic_in, topic_out, rate, WARM_UP_SECONDS, drain=WARM_UP_DRAIN_SECONDS,
+                alive=lambda: query().isActive)
+        if query().isActive:
+            return
+        error = str(query().exception()).splitlines()[0][:200]
+        print(f"  (the query died during the warm-up: {error}; {'restarting' if attempt == 1 else 'giving up'})")
+        if attempt == 1:
+            restart()
+    raise RuntimeError("the query died twice during the warm-up")
 
 
 def print_batches(name: str, progress: list[dict], first: int) -> None:
@@ -116,8 +134,13 @@ def run_streamlib(spark, boot: str, work: str, interval_ms: int, rate: int, seco
                            state_dir=f"{work}/state", commit_interval=timedelta(milliseconds=interval_ms))
     app = Streams(builder.build(), config, spark=spark)
     app.start()
+
+    def restart() -> None:
+        app.stop()
+        app.start()
+
     try:
-        measure(boot, "in-sl", "out-sl", rate, WARM_UP_SECONDS, drain=WARM_UP_DRAIN_SECONDS)
+        warm_up(boot, "in-sl", "out-sl", rate, lambda: app._query, restart)
         first = len(app._query.recentProgress)
         lat = measure(boot, "in-sl", "out-sl", rate, seconds)
         print_batches("streamlib", app._query.recentProgress, first)
@@ -130,18 +153,25 @@ def run_spark(spark, boot: str, work: str, interval_ms: int, rate: int, seconds:
     counts = (spark.readStream.format("streamlib").option("bootstrap", boot).option("topics", "in-sp")
               .load().groupBy("key").count()
               .select("key", F.col("count").cast("string").cast("binary").alias("value")))
-    query = (counts.writeStream.outputMode("update").format("streamlib")
-             .option("bootstrap", boot).option("topic", "out-sp")
-             .option("checkpointLocation", f"{work}/spark-checkpoint")
-             .trigger(processingTime=f"{interval_ms} milliseconds").start())
+    writer = (counts.writeStream.outputMode("update").format("streamlib")
+              .option("bootstrap", boot).option("topic", "out-sp")
+              .option("checkpointLocation", f"{work}/spark-checkpoint")
+              .trigger(processingTime=f"{interval_ms} milliseconds"))
+    running = [writer.start()]
+
+    def restart() -> None:
+        running[0].stop()
+        running[0] = writer.start()
+
     try:
-        measure(boot, "in-sp", "out-sp", rate, WARM_UP_SECONDS, drain=WARM_UP_DRAIN_SECONDS)
+        warm_up(boot, "in-sp", "out-sp", rate, lambda: running[0], restart)
+        query = running[0]
         first = len(query.recentProgress)
         lat = measure(boot, "in-sp", "out-sp", rate, seconds)
         print_batches("spark", query.recentProgress, first)
         return lat
     finally:
-        query.stop()
+        running[0].stop()
 
 
 def main() -> None:
