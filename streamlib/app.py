@@ -161,7 +161,9 @@ class Streams:
         from .spark.compiler import BatchPlan
         from .spark.shipping import ship_user_modules
         from .spark.source import BackendSpec
+        from .spark.stopping import quiet_stops
 
+        quiet_stops()
         backend_spec = BackendSpec.from_options(self._source_options())
         backend = backend_spec.open()
         partitions = self._prepare_topics(backend)

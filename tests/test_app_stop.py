@@ -7,6 +7,7 @@ thousand frames of ``java.util.regex.Pattern`` printed by the dying query thread
 """
 from __future__ import annotations
 
+import logging
 import re
 import time
 from pathlib import Path
@@ -48,7 +49,7 @@ class JvmStderr:
         return self.buffer.toString()
 
 
-def test_stop_during_a_batch_is_clean_and_the_batch_runs_again(spark, tmp_path):
+def test_stop_during_a_batch_is_clean_and_the_batch_runs_again(spark, tmp_path, caplog):
     ws = Workspace(tmp_path)
     marker = tmp_path / "batch-running"
     ws.produce("in", [("k", "v")])
@@ -60,6 +61,7 @@ def test_stop_during_a_batch_is_clean_and_the_batch_runs_again(spark, tmp_path):
         assert time.time() < deadline, "the batch never started"
         assert query.isActive, query.exception()
         time.sleep(0.2)
+    caplog.set_level(logging.WARNING)
     with JvmStderr(spark) as err:
         started = time.time()
         app.stop()
@@ -68,6 +70,8 @@ def test_stop_during_a_batch_is_clean_and_the_batch_runs_again(spark, tmp_path):
     assert not query.isActive
     assert query.exception() is None   # Spark took it for its own interruption
     assert "StackOverflowError" not in err.text and "Exception in thread" not in err.text, err.text[:2000]
+    # Py4J logs a failing callback at ERROR, with its traceback
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert stopped_in < 50   # the task sleeping for 60 s was cancelled, not waited for
     assert not app.is_running
     # The interrupted batch was not committed: its record is still to be processed.

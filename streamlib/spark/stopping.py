@@ -13,9 +13,12 @@ console, and a shorter text that does not match makes the stop look like a failu
 
 So a batch that fails while its application is stopping is reported as one short
 line that says what happened in the form Spark recognises: a clean stop. The batch is
-not committed; the next start runs it again.
+not committed; the next start runs it again. Py4J also logs every exception of a
+Python callback at ERROR with its traceback; :func:`quiet_stops` keeps this one out.
 """
 from __future__ import annotations
+
+import logging
 
 #: What Spark's ``PROXY_ERROR`` looks for, before and after any text.
 _PROXY_PREFIX = "py4j.protocol.Py4JJavaError: An error occurred while calling"
@@ -35,3 +38,20 @@ def batch_interrupted(batch_id: int) -> BatchInterrupted:
     """
     return BatchInterrupted(f"{_PROXY_PREFIX} micro-batch {batch_id}: {_INTERRUPTED} "
                             "(the application was stopped; the batch runs again at the next start)")
+
+
+class _NotInterruptedBatches(logging.Filter):
+    """Drops Py4J's report of a callback that raised :class:`BatchInterrupted`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], BatchInterrupted))
+
+
+_FILTER = _NotInterruptedBatches()
+
+
+def quiet_stops() -> None:
+    """Keep Py4J from logging a stopped batch as an error (idempotent)."""
+    logger = logging.getLogger("py4j.clientserver")
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
