@@ -10,7 +10,8 @@ every 10 ms and notes when each key first appears. Latency = first seen - produc
   ``Streams.start()`` with ``commit_interval`` = the interval.
 - ``spark``: what a Spark user writes by hand on the same trigger: the topic read
   through the ``streamlib`` data source, ``groupBy(key).count()`` (RocksDB state store
-  provider), update mode, written with the ``streamlib`` sink to another topic.
+  provider), update mode, each batch's updates appended to another topic with the
+  ``streamlib`` sink in ``foreachBatch`` (the sink has no streaming update mode).
 
 Both run in one Spark session (``local[2]``), one after the other, after a warm-up.
 
@@ -154,8 +155,14 @@ def run_spark(spark, boot: str, work: str, interval_ms: int, rate: int, seconds:
     counts = (spark.readStream.format("streamlib").option("bootstrap", boot).option("topics", "in-sp")
               .load().groupBy("key").count()
               .select("key", F.col("count").cast("string").cast("binary").alias("value")))
-    writer = (counts.writeStream.outputMode("update").format("streamlib")
-              .option("bootstrap", boot).option("topic", "out-sp")
+
+    def write(batch, batch_id: int) -> None:
+        # The streamlib sink has no update mode; each batch's updated counts are
+        # appended to the topic with a batch write, as a Spark user would.
+        (batch.write.format("streamlib").option("bootstrap", boot).option("topic", "out-sp")
+         .mode("append").save())
+
+    writer = (counts.writeStream.outputMode("update").foreachBatch(write)
               .option("checkpointLocation", f"{work}/spark-checkpoint")
               .trigger(processingTime=f"{interval_ms} milliseconds"))
     running = [writer.start()]
