@@ -12,10 +12,13 @@ every 10 ms and notes when each key first appears. Latency = first seen - produc
   through the ``streamlib`` data source, ``groupBy(key).count()`` (RocksDB state store
   provider), update mode, each batch's updates appended to another topic with the
   ``streamlib`` sink in ``foreachBatch`` (the sink has no streaming update mode).
+- ``spark-rate`` (``--engines``): Spark with no Python worker at all: its rate source,
+  the same count, ``foreachBatch`` noting when each key comes out.
 
 Both run in one Spark session (``local[2]``), one after the other, after a warm-up.
 
     .venv/bin/python benchmarks/latency_bench.py [--rate 5000] [--seconds 20] [--interval-ms 200 1000]
+        [--engines spark streamlib spark-rate]
 """
 from __future__ import annotations
 
@@ -182,17 +185,56 @@ def run_spark(spark, boot: str, work: str, interval_ms: int, rate: int, seconds:
         running[0].stop()
 
 
+def run_spark_rate(spark, boot: str, work: str, interval_ms: int, rate: int, seconds: float) -> list[float]:
+    """Spark alone, no Python source: the rate source's rows (unique keys, each with the
+    time Spark generated it), ``groupBy(key).count()``, update mode; ``foreachBatch``
+    notes when each key's count comes out. No Python worker has to start, so this one
+    also runs where Spark's Python workers miss their 10 s to connect back."""
+    seen: dict[int, float] = {}
+    made: dict[int, float] = {}
+
+    def note(batch, batch_id: int) -> None:
+        now = time.time()
+        for row in batch.collect():
+            seen.setdefault(row["key"], now)
+            made.setdefault(row["key"], row["made"])
+
+    counts = (spark.readStream.format("rate").option("rowsPerSecond", rate).load()
+              .groupBy(F.col("value").alias("key"))
+              .agg(F.count("*").alias("count"), F.min(F.unix_micros("timestamp")).alias("made")))
+    query = (counts.writeStream.outputMode("update").foreachBatch(note)
+             .option("checkpointLocation", f"{work}/spark-rate-checkpoint")
+             .trigger(processingTime=f"{interval_ms} milliseconds").start())
+    try:
+        deadline = time.time() + WARM_UP_DRAIN_SECONDS
+        while len(seen) < WARM_UP_SECONDS * rate and time.time() < deadline and query.isActive:
+            time.sleep(0.5)
+        first, start = len(query.recentProgress), time.time()
+        time.sleep(seconds)
+        time.sleep(5)   # what was made last comes out with the next batches
+        print_batches("spark-rate", query.recentProgress, first)
+        return sorted((seen[k] - made[k] / 1e6) * 1000 for k in list(made)
+                      if start <= made[k] / 1e6 <= start + seconds)
+    finally:
+        query.stop()
+
+
+ENGINES = {"spark": run_spark, "streamlib": run_streamlib, "spark-rate": run_spark_rate}
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--rate", type=int, default=5000)
     p.add_argument("--seconds", type=float, default=20)
     p.add_argument("--interval-ms", type=int, nargs="+", default=[200, 1000])
+    p.add_argument("--engines", nargs="+", choices=sorted(ENGINES), default=["spark", "streamlib"])
     a = p.parse_args()
     spark = bench_session("latency-bench", PARTITIONS)
     print(f"rate {a.rate}/s for {a.seconds:g} s; load average: {os.getloadavg()}")
     try:
         for interval in a.interval_ms:
-            for name, run in (("spark", run_spark), ("streamlib", run_streamlib)):
+            for name in a.engines:
+                run = ENGINES[name]
                 work = tempfile.mkdtemp(prefix="latency-")
                 boot = f"local://{work}/log"
                 backend = open_backend(boot)
