@@ -211,7 +211,11 @@ def run_spark_rate(spark, boot: str, work: str, interval_ms: int, rate: int, sec
             time.sleep(0.5)
         first, start = len(query.recentProgress), time.time()
         time.sleep(seconds)
-        time.sleep(5)   # what was made last comes out with the next batches
+        # Rows come out in the order made: once a row made after the window is out,
+        # every row of the window is.
+        deadline = time.time() + 60
+        while time.time() < deadline and max(made.values(), default=0) / 1e6 <= start + seconds:
+            time.sleep(0.1)
         print_batches("spark-rate", query.recentProgress, first)
         return sorted((seen[k] - made[k] / 1e6) * 1000 for k in list(made)
                       if start <= made[k] / 1e6 <= start + seconds)
