@@ -51,6 +51,10 @@ bench: $(STAMP) java
 	$(VPY) benchmarks/topics_bench.py
 	$(VPY) benchmarks/wordcount_bench.py
 	$(VPY) benchmarks/windowed_bench.py
+	$(VPY) benchmarks/wc_side_by_side.py
+	$(VPY) benchmarks/task_overhead_bench.py
+	$(VPY) benchmarks/batch_overhead_bench.py
+	$(VPY) benchmarks/latency_bench.py
 
 clean:
 	rm -rf $(VENV) .cache streamlib-data streamlib-state examples/wordcount/run

@@ -15,6 +15,7 @@ from .errors import translate
 from .instance import ApplicationLock
 from .preflight import prepare_changelogs
 from .runtime.batches import data_pass, time_pass
+from .state.cache import release_everywhere
 from .topics import TopicNotFound
 from .topology import Topology, TopologyError
 
@@ -57,6 +58,8 @@ class Streams:
             register_data_sources(spark)
         self.spark = spark
         self._query = None
+        #: set while stop() runs: a batch failing meanwhile was interrupted by it
+        self._stopping = False
         self._plan = None
         self._totals: dict[str, int] = defaultdict(int)
         self._tasks: dict[str, dict] = {}
@@ -107,13 +110,25 @@ class Streams:
         """Stop the query; the current micro-batch finishes or is re-run on restart."""
         try:
             if self._query is not None:
-                self._query.stop()
+                self._stopping = True
+                try:
+                    self._query.stop()
+                finally:
+                    self._stopping = False
                 self._query = None
+                self._release_task_stores()
             if self._queries is not None:
                 self._queries.stopped()
         finally:
             if self._query is None:
                 self._instance.release()
+
+    def _release_task_stores(self) -> None:
+        """Workers keep task stores open between batches: have them closed, so that the
+        state may be deleted, reset or opened elsewhere once the application stops."""
+        if not release_everywhere(self.config.application_state_dir):
+            log.warning("some task stores under %s are still held open",
+                        self.config.application_state_dir)
 
     def cleanup(self) -> None:
         """Delete this application's local state (Kafka Streams' ``cleanUp``); progress
@@ -124,6 +139,7 @@ class Streams:
         if self._queries is not None:
             self._queries.close()
             self._queries = None
+        self._release_task_stores()  # (also those a failed earlier run left open)
         shutil.rmtree(self.config.application_state_dir, ignore_errors=True)
 
     @property
@@ -145,7 +161,9 @@ class Streams:
         from .spark.compiler import BatchPlan
         from .spark.shipping import ship_user_modules
         from .spark.source import BackendSpec
+        from .spark.stopping import quiet_stops
 
+        quiet_stops()
         backend_spec = BackendSpec.from_options(self._source_options())
         backend = backend_spec.open()
         partitions = self._prepare_topics(backend)
@@ -224,6 +242,18 @@ class Streams:
         moved the application's stream time past some time-aware task, a pass without
         records (:func:`time_pass`) that advances every task to it, so windows close
         everywhere without waiting for new input (Spark's no-data batch)."""
+        try:
+            self._run_passes(df, batch_id)
+        except Exception:
+            if not self._stopping:
+                raise
+            from .spark.stopping import batch_interrupted
+
+            # stop() cancelled this batch: say so in the one short line Spark takes for
+            # a clean stop, not with the cancelled job's Java trace (streamlib.spark.stopping).
+            raise batch_interrupted(batch_id) from None
+
+    def _run_passes(self, df: Any, batch_id: int) -> None:
         reports = self._run_pass(df, data_pass(batch_id), self._stream_time)
         if self._plan.time_aware:
             behind = [m for m in reports.values()

@@ -9,6 +9,7 @@ import shutil
 
 from .config import StreamsConfig
 from .instance import ApplicationLock
+from .state.cache import release_everywhere
 from .topics import TopicBackend
 
 #: Suffixes of the topics an application creates for itself.
@@ -34,6 +35,9 @@ def _reset(backend: TopicBackend, config: StreamsConfig, include_dlq: bool) -> l
     doomed = internal_topics(existing, config.application_id)
     if include_dlq and config.dead_letter_topic in existing:
         doomed.append(config.dead_letter_topic)
+    # Python workers of a stopped run may still keep task stores open: close them before
+    # their directories go (a handle must not outlive its directory).
+    release_everywhere(config.application_state_dir)
     done = []
     for topic in doomed:
         backend.delete_topic(topic)

@@ -286,3 +286,30 @@ def test_kafka_unreachable_broker_fails_fast_with_one_line():
     with pytest.raises(TopicsError) as info:
         open_backend("kafka://127.0.0.1:1", timeout=1).list_topics()
     assert "127.0.0.1:1" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_local_group_commit_syncs_each_written_file_once_at_the_end(tmp_path, monkeypatch):
+    synced = []
+    real_fsync = os.fsync
+    with open_backend(f"local://{tmp_path}") as b:
+        b.create_topic("t", partitions=3)
+        for p in range(3):
+            b.append("t", p, rows((b"k", b"first")))  # segments exist: no more segment syncs
+
+        def counting_fsync(fd):
+            synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+            real_fsync(fd)
+
+        monkeypatch.setattr(os, "fsync", counting_fsync)
+        b.append("t", 0, rows((b"k", b"plain")))
+        assert len(synced) == 1  # outside a group commit: every append syncs
+        synced.clear()
+        with b.group_commit():
+            for p in range(3):
+                assert b.append("t", p, rows((b"k", b"a"), (b"k", b"b")), producer_id="task", sequence=p)
+                assert b.append("t", p, rows((b"k", b"c")))
+            assert synced == []  # nothing synced yet, yet everything is readable
+            assert b.end_offsets("t") == {0: 5, 1: 4, 2: 4}
+            assert b.read_arrow("t", 1, 1, 4).column("value").to_pylist() == [b"a", b"b", b"c"]
+        assert sorted(synced) == sorted({path for path in synced}) and len(synced) == 3
+        assert {os.path.basename(os.path.dirname(path)) for path in synced} == {"0", "1", "2"}

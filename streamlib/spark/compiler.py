@@ -10,6 +10,7 @@ topics are appended by the tasks themselves, idempotently per (task, batch).
 """
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -93,9 +94,12 @@ class BatchPlan:
         self.chains = column_chains(topology, config)
         executed = without_columns(topology, self.chains) if self.chains else topology
         self.stages = []
+        # One plan per start of the application: its id keeps tasks from reusing stores
+        # left open by an earlier run (whose state may since have been reset or deleted).
+        run_id = uuid.uuid4().hex
         for sub in stage_order(topology):
             n = self._partitions_of(sub)
-            plan = StagePlan(executed, config, backend, sub.id, n, internal)
+            plan = StagePlan(executed, config, backend, sub.id, n, internal, run_id)
             batch_input = stage_batch_input(topology, sub, config) if n == self.num_partitions else None
             time_aware = any(topology.nodes[name].spec.time_aware for name in sub.nodes)
             self.stages.append(Stage(sub, plan, shuffled=sub.stateful or bool(sub.repartition_inputs),
@@ -105,7 +109,7 @@ class BatchPlan:
             stage.writes = frozenset(self._writes(stage.sub))
             stage.readers = sum(1 for s in self.stages if stage.writes & set(s.sub.repartition_inputs))
         self.metrics = spark.sparkContext.accumulator({"tasks": {}}, _MetricsParam())
-        self.last_plan = "no micro-batch has run yet"
+        self._last_result: Optional[DataFrame] = None
         self.time_aware = any(stage.time_aware for stage in self.stages)
         self._tick_keys: dict[int, list[bytes]] = {}
 
@@ -225,11 +229,19 @@ class BatchPlan:
         return {self.topology.nodes[n].params["topic"] for n in sub.nodes
                 if self.topology.nodes[n].spec.repartition}
 
+    @property
+    def last_plan(self) -> str:
+        """The Spark plan (logical and physical) of the last batch that ran."""
+        if self._last_result is None:
+            return "no micro-batch has run yet"
+        # Rendered on demand: the plan's text costs tens of ms, each batch.
+        return self._last_result._jdf.queryExecution().toString()
+
     def run(self, source: DataFrame, batch_id: int, stream_time: int = -1) -> None:
         """Run the batch: every stage, each task writing its own sink rows."""
         try:
             result = self.build(source, batch_id, stream_time)
-            self.last_plan = result._jdf.queryExecution().toString()
+            self._last_result = result
             result.collect()  # no rows: terminal stages only write to sinks
         finally:
             for stage in self.stages:

@@ -1,8 +1,9 @@
 """What runs inside a Spark task: one streamlib ``Task`` over one partition's rows.
 
-Pure functions of picklable inputs, shipped to executors by ``mapInArrow``. The
-task's stores are opened at the start of the batch and closed at its end, so the
-next batch may run on another worker (the RocksDB lock hands over, DESIGN.md).
+Pure functions of picklable inputs, shipped to executors by ``mapInArrow``. A task's
+stores stay open after a committed batch for its next batch in the same (reused)
+Python worker; when Spark runs that batch in another worker, the opener asks the
+holder to release them (:mod:`streamlib.state.cache`), and the RocksDB lock hands over.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, split_by_partition
 from streamlib.spark.sink import QUERY_ID_PROPERTY
 from streamlib.spark.source import BackendSpec
 from streamlib.state import open_task_stores
+from streamlib.state.cache import STORE_CACHE
 from streamlib.state.global_replica import open_global_replicas
 from streamlib.time import now_millis
 from streamlib.topology import Topology
@@ -45,6 +47,9 @@ class StagePlan:
     sub_id: int
     num_partitions: int
     internal_topics: frozenset[str]
+    #: names one start of the application: stores kept open between batches serve
+    #: only the run that opened them (see :mod:`streamlib.state.cache`)
+    run_id: str = ""
 
 
 def stage_function(plan: StagePlan, batch_id: int, stream_time: int,
@@ -74,7 +79,10 @@ def stage_function(plan: StagePlan, batch_id: int, stream_time: int,
         # again while the output topics remain.
         query_id = TaskContext.get().getLocalProperty(QUERY_ID_PROPERTY)
         sink_producer = f"{plan.config.application_id}/{query_id}"
-        output, metrics = run_task(plan, batch_id, partition, rows, sink_producer, stream_time)
+        # The batch's changelog and sink appends become durable together, before the
+        # task reports its batch done (one round of fsyncs, not one per append).
+        with plan.backend.open().group_commit():
+            output, metrics = run_task(plan, batch_id, partition, rows, sink_producer, stream_time)
         report({"tasks": {f"{plan.sub_id}_{partition}": metrics}})
         yield from output.to_batches()
 
@@ -99,13 +107,20 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
         app = plan.config.application_id
         backend.begin_task(f"{app}-{task.task_id}", batch_id, f"{app}-streamlib-batches")
     stores = None
+    committed = False
+    if task.stateful:
+        task_dir = plan.config.task_state_dir(task.task_id)
+        specs = task.store_specs()
+        options = dict(partition=partition, num_partitions=plan.num_partitions,
+                       producer_prefix=plan.config.application_id,
+                       meta_changelog_topic=plan.config.task_changelog_topic(sub.id))
+        # A cached copy serves only this run of the application (a restart, reset or
+        # deleted state in between opens afresh), the same stores and changelogs.
+        cache_key = (plan.run_id, tuple(specs), plan.backend, *options.values())
     try:
         if task.stateful:
-            stores = open_task_stores(plan.config.task_state_dir(task.task_id), task.store_specs(),
-                                      backend=backend, partition=partition,
-                                      num_partitions=plan.num_partitions,
-                                      producer_prefix=plan.config.application_id,
-                                      meta_changelog_topic=plan.config.task_changelog_topic(sub.id))
+            stores = STORE_CACHE.acquire(task_dir, cache_key, lambda: open_task_stores(
+                task_dir, specs, backend=backend, **options))
         task.begin(stores, batch_id, stream_time)
         task.process_table(rows)
         task.punctuate_wall_clock(now_millis())
@@ -134,11 +149,17 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
         if transactional:
             backend.commit_task(batch_id)
             transactional = False
+        committed = True
     finally:
         if transactional:
             backend.abort_task()
         if stores is not None:
-            stores.close()
+            # Kept open for the task's next batch in this worker (handed over on request);
+            # a failed batch's handle is closed, dropping what it did not commit.
+            if committed:
+                STORE_CACHE.release(task_dir, cache_key, stores)
+            else:
+                STORE_CACHE.discard(stores)
         for replica in replicas.values():
             replica.close()
     return output.filter(internal), metrics

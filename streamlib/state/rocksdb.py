@@ -41,8 +41,9 @@ def _is_lock_error(exc: Exception) -> bool:
 
 
 def _retry_open(open_db: Callable[[], Rdict], retryable: Callable[[Exception], bool],
-                timeout: float, what: str) -> Rdict:
-    """Call ``open_db`` until it succeeds, backing off while the error is ``retryable``."""
+                timeout: float, what: str, on_wait: Optional[Callable[[], None]] = None) -> Rdict:
+    """Call ``open_db`` until it succeeds, backing off while the error is ``retryable``
+    (calling ``on_wait()`` before each pause)."""
     deadline = time.monotonic() + timeout
     pause = 0.005
     while True:
@@ -53,6 +54,8 @@ def _retry_open(open_db: Callable[[], Rdict], retryable: Callable[[Exception], b
                 raise
             if time.monotonic() >= deadline:
                 raise StoreLockTimeout(f"gave up opening {what} after {timeout:g}s: {exc}") from exc
+            if on_wait is not None:
+                on_wait()
             time.sleep(pause)
             pause = min(pause * 2, 0.1)
 
@@ -78,12 +81,14 @@ class RocksDB:
         self._meta: Optional[Rdict] = db.get_column_family(META_CF)
 
     @classmethod
-    def open(cls, path: str | os.PathLike, lock_timeout: float = 30.0) -> RocksDB:
-        """Open read-write, waiting up to ``lock_timeout`` s for a previous holder's LOCK."""
+    def open(cls, path: str | os.PathLike, lock_timeout: float = 30.0,
+             on_wait: Optional[Callable[[], None]] = None) -> RocksDB:
+        """Open read-write, waiting up to ``lock_timeout`` s for a previous holder's LOCK
+        (``on_wait()`` is called while waiting, e.g. to ask the holder to release it)."""
         path = os.fspath(path)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         db = _retry_open(lambda: Rdict(path, _options(), column_families={META_CF: _options()}),
-                         _is_lock_error, lock_timeout, f"state store {path} (RocksDB LOCK held)")
+                         _is_lock_error, lock_timeout, f"state store {path} (RocksDB LOCK held)", on_wait)
         return cls(db, path)
 
     @classmethod

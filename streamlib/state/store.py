@@ -12,7 +12,7 @@ import os
 import shutil
 import time
 import uuid
-from typing import Optional
+from typing import Callable, Optional
 
 from streamlib.state.changelog import NO_BATCH, Changelog
 from streamlib.state.kv import KeyValueStore
@@ -43,12 +43,14 @@ class TaskStore:
     """Owns the RocksDB handle; exposes the store to processors as :attr:`kv`."""
 
     def __init__(self, name: str, path: str, changelog: Optional[Changelog],
-                 lock_timeout: float, restore_chunk: int):
+                 lock_timeout: float, restore_chunk: int,
+                 on_wait: Optional[Callable[[], None]] = None):
         self.name = name
         self.path = path
         self.changelog = changelog
         self._lock_timeout = lock_timeout
         self._restore_chunk = restore_chunk
+        self._on_wait = on_wait
         self.metrics = StoreMetrics()
         self._db = self._open()
         self.kv = KeyValueStore(name, self._db, self.metrics)
@@ -61,7 +63,7 @@ class TaskStore:
                     shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
         started = time.perf_counter()
         try:
-            db = RocksDB.open(self.path, self._lock_timeout)
+            db = RocksDB.open(self.path, self._lock_timeout, self._on_wait)
         except StoreLockTimeout:
             raise
         except Exception as exc:
@@ -73,7 +75,7 @@ class TaskStore:
                         self.name, self.path, exc, source)
             _remove_tree(self.path)
             self.metrics.dropped_copies += 1
-            db = RocksDB.open(self.path, self._lock_timeout)
+            db = RocksDB.open(self.path, self._lock_timeout, self._on_wait)
         self.metrics.open_seconds += time.perf_counter() - started
         return db
 

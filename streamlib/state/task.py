@@ -14,10 +14,15 @@ from typing import Iterator, Optional, Sequence
 
 from streamlib.state.changelog import Changelog
 from streamlib.state.kv import KeyValueStore
+from streamlib.state.metrics import StoreMetrics
 from streamlib.state.store import TaskStore
 from streamlib.topics.base import TopicBackend
 
 META_STORE = "__task_meta"
+#: File an opener keeps creating in the task directory while another process holds the
+#: stores' LOCK: a holder that keeps them open between batches closes them when it
+#: sees it (streamlib.state.cache).
+RELEASE_REQUEST = ".release-request"
 _SUMMED = ("gets", "puts", "open_seconds", "commits", "committed_keys", "commit_seconds",
            "restored_records", "restore_seconds", "entries")
 
@@ -94,6 +99,17 @@ class TaskStores(Mapping[str, KeyValueStore]):
             store.commit(self._batch)
         self._batch = None
 
+    def paths(self) -> list[str]:
+        """The directories of the task's databases (data stores, then task metadata)."""
+        return [store.path for store in self._all()]
+
+    def reset_metrics(self) -> None:
+        """Zero every store's counters (a copy kept open reports per batch, as a fresh one)."""
+        fresh = StoreMetrics()
+        for store in self._all():
+            for name, value in fresh.as_dict().items():
+                setattr(store.metrics, name, value)
+
     def close(self) -> None:
         """Release the RocksDB locks; uncommitted writes are discarded."""
         for store in self._all():
@@ -133,10 +149,20 @@ def open_task_stores(task_dir: str | os.PathLike, specs: Sequence[StoreSpec],
                      meta_changelog_topic: Optional[str] = None, lock_timeout: float = 30.0,
                      restore_chunk: int = 10_000) -> TaskStores:
     """Open one RocksDB per store under ``task_dir/<store>``, waiting up to
-    ``lock_timeout`` s for a previous holder. Stores log to their changelog topic's
-    ``partition`` when ``backend`` is given; task metadata is logged to
-    ``meta_changelog_topic`` if given (otherwise it is local only)."""
+    ``lock_timeout`` s for a previous holder (meanwhile asking it to release them, see
+    :data:`RELEASE_REQUEST`). Stores log to their changelog topic's ``partition`` when
+    ``backend`` is given; task metadata is logged to ``meta_changelog_topic`` if given
+    (otherwise it is local only)."""
     task_dir = os.fspath(task_dir)
+    request = os.path.join(task_dir, RELEASE_REQUEST)
+    waited = []
+
+    def ask_holder_to_release() -> None:
+        # Re-created at every retry: another waiter that got the stores first removes it.
+        if not os.path.exists(request):
+            with open(request, "a"):
+                pass
+        waited.append(True)
 
     def changelog(store: str, topic: Optional[str]) -> Optional[Changelog]:
         if backend is None or topic is None:
@@ -150,11 +176,17 @@ def open_task_stores(task_dir: str | os.PathLike, specs: Sequence[StoreSpec],
     try:
         for name, topic in wanted:
             opened.append(TaskStore(name, os.path.join(task_dir, name), changelog(name, topic),
-                                    lock_timeout, restore_chunk))
+                                    lock_timeout, restore_chunk, ask_holder_to_release))
     except BaseException:
         for store in opened:
             store.close()
         raise
+    finally:
+        if waited:
+            try:
+                os.remove(request)
+            except FileNotFoundError:
+                pass
     *stores, meta = opened
     return TaskStores({store.name: store for store in stores}, meta,
                       {spec.name: spec.entries_per_record for spec in specs})

@@ -13,8 +13,9 @@ import concurrent.futures.thread  # noqa: F401
 import re
 import sys
 from abc import ABC, abstractmethod
+from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple, Optional, Sequence
+from typing import ContextManager, Iterable, NamedTuple, Optional, Sequence
 
 import pyarrow as pa
 
@@ -166,6 +167,13 @@ class TopicBackend(ABC):
     def _flushed(self) -> None:
         """Nothing is buffered any more."""
         _BUFFERING.pop(id(self), None)
+
+    def group_commit(self) -> ContextManager[None]:
+        """A block whose appends (of this thread) are all durable when it exits, made
+        durable together rather than one by one (the local log fsyncs once per file
+        written, concurrently, at the end); appends stay readable at once. Default:
+        appends are durable when they return, so the block does nothing more."""
+        return nullcontext()
 
     @abstractmethod
     def end_offsets(self, topic: str) -> dict[int, int]:

@@ -11,14 +11,16 @@ import os
 import shutil
 import time
 import uuid
-from typing import Callable, Iterable, Optional, TypeVar
+from contextlib import nullcontext
+from typing import Callable, ContextManager, Iterable, Optional, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from .base import (APPEND_SCHEMA, HEADER_TYPE, MAX_MESSAGE_BYTES, RecordTooLarge, TopicBackend, TopicExists,
                    TopicInfo, TopicNotFound, TopicsError, check_record_sizes, check_topic_name)
-from .partition_log import DEFAULT_SEGMENT_BYTES, Compaction, PartitionDeleted, PartitionLog
+from .partition_log import (DEFAULT_SEGMENT_BYTES, Compaction, PartitionDeleted, PartitionLog,
+                            deferred_fsyncs)
 from .partitioner import RoundRobin, partition_array
 
 T = TypeVar("T")
@@ -176,6 +178,9 @@ class LocalBackend(TopicBackend):
         for topic in list(self._pending):
             self._write_pending(topic)
         self._flushed()
+
+    def group_commit(self) -> ContextManager[None]:
+        return deferred_fsyncs() if self.fsync else nullcontext()
 
     def append(self, topic: str, partition: int, records: pa.Table,
                producer_id: Optional[str] = None, sequence: Optional[int] = None) -> bool:

@@ -1,0 +1,235 @@
+"""Task stores kept open between batches in a long-lived process (a reused Spark Python worker).
+
+Opening a task's RocksDB stores costs milliseconds per store, every batch; Spark reuses
+its Python workers, so the next batch of a task often runs in the process that ran the
+last one. :class:`StoreCache` keeps a task's :class:`TaskStores` open after a successful
+batch and hands them to the next batch of the same task in the same process.
+
+Hand-over to another process. A cached holder keeps the RocksDB LOCK, and Spark may
+schedule the task's next batch in another worker. An opener that finds the LOCK held
+(:func:`streamlib.state.open_task_stores`) keeps creating the file
+:data:`RELEASE_REQUEST` in the task directory while it waits; a holder's reaper thread
+looks for that file every few milliseconds and closes the cached stores (a cached
+entry is idle by definition: a batch that uses the stores takes them out of the cache
+first, so nothing is closed under a running batch). A batch that finishes while a
+request is pending closes instead of caching. Without requests, an entry closes after
+``lease`` idle seconds. So a second opener waits for a poll interval, never for a
+batch, and never opens a store another process is using: the LOCK decides as before.
+
+A cached copy is reused only under the same key (the caller's: the run of the
+application that opened it, the store specs and changelog settings) and only if its
+databases are still the ones on disk (same directories, same RocksDB ``IDENTITY``): a
+restart, a reset, or a deleted or recreated copy opens afresh. The reaper also closes
+an entry as soon as one of its directories is deleted or replaced (an open handle must
+not outlive its directory: RocksDB writes and deletes files by name, and a new copy
+may be created under the same name). ``Streams.stop()`` closes every entry of the
+application (:func:`release_everywhere`). Every reuse runs ``TaskStores.begin``
+as a fresh open does: roll back, drop or catch up from the changelog, so a copy left
+behind while another host ran the task is brought up to date.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+import threading
+import time
+from typing import Callable, Hashable, Optional
+
+from streamlib.state.rocksdb import db_identity
+from streamlib.state.task import RELEASE_REQUEST, TaskStores
+
+#: Seconds an unused cached entry stays open (with no request to release it).
+DEFAULT_LEASE = 30.0
+#: Seconds between the reaper's looks for release requests.
+POLL_INTERVAL = 0.01
+
+
+class _Entry:
+    __slots__ = ("key", "stores", "identities", "inodes", "idle_since")
+
+    def __init__(self, key: Hashable, stores: TaskStores, idle_since: float):
+        self.key = key
+        self.stores = stores
+        self.identities = _identities(stores)
+        self.inodes = _inodes(stores)
+        self.idle_since = idle_since
+
+    def on_disk(self) -> bool:
+        """Whether the entry's databases are still the ones on disk."""
+        return self.inodes == _inodes(self.stores) and self.identities == _identities(self.stores)
+
+
+class StoreCache:
+    """Open :class:`TaskStores` by task directory, between batches of one process.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from streamlib.state import StoreSpec, open_task_stores
+    >>> cache, task_dir = StoreCache(lease=5.0), tempfile.mkdtemp()
+    >>> opener = lambda: open_task_stores(task_dir, [StoreSpec("s", logging=False)])
+    >>> first = cache.acquire(task_dir, "specs", opener)
+    >>> cache.release(task_dir, "specs", first)
+    >>> cache.acquire(task_dir, "specs", opener) is first
+    True
+    >>> cache.discard(first)
+    """
+
+    def __init__(self, lease: float = DEFAULT_LEASE, poll_interval: float = POLL_INTERVAL):
+        self.lease = lease
+        self.poll_interval = poll_interval
+        self._entries: dict[str, _Entry] = {}
+        self._lock = threading.Lock()
+        self._reaper: Optional[threading.Thread] = None
+        self._reaper_pid = 0
+        self.hits = 0
+        self.misses = 0
+
+    def acquire(self, task_dir: str, key: Hashable, open_stores: Callable[[], TaskStores]) -> TaskStores:
+        """The task's stores: the cached ones if still valid, else ``open_stores()``."""
+        with self._lock:
+            entry = self._entries.pop(task_dir, None)
+        if entry is not None:
+            if entry.key == key and entry.on_disk():
+                self.hits += 1
+                entry.stores.reset_metrics()
+                return entry.stores
+            entry.stores.close()
+        self.misses += 1
+        return open_stores()
+
+    def release(self, task_dir: str, key: Hashable, stores: TaskStores) -> None:
+        """After a committed batch: keep ``stores`` open for the task's next batch here,
+        unless another process asks for them (then close now)."""
+        if self.lease <= 0 or os.path.exists(os.path.join(task_dir, RELEASE_REQUEST)):
+            stores.close()
+            return
+        entry = _Entry(key, stores, time.monotonic())
+        with self._lock:
+            old = self._entries.pop(task_dir, None)
+            self._entries[task_dir] = entry
+            # (a forked child inherits the attribute, not the thread)
+            if self._reaper is None or self._reaper_pid != os.getpid():
+                self._reaper = threading.Thread(target=self._reap, name="streamlib-store-cache",
+                                                daemon=True)
+                self._reaper_pid = os.getpid()
+                self._reaper.start()
+        if old is not None and old.stores is not stores:
+            old.stores.close()
+
+    def discard(self, stores: TaskStores) -> None:
+        """After a failed batch: close (uncommitted changes are dropped with the handle)."""
+        stores.close()
+
+    def close_all(self) -> None:
+        """Close every cached entry (e.g. before deleting state directories)."""
+        self.close_under("")
+
+    def close_under(self, directory: str) -> int:
+        """Close the entries of task directories under ``directory`` (all for "");
+        return how many."""
+        prefix = os.path.join(os.path.abspath(directory), "") if directory else ""
+        with self._lock:
+            doomed = [task_dir for task_dir in self._entries
+                      if os.path.join(os.path.abspath(task_dir), "").startswith(prefix)]
+            entries = [self._entries.pop(task_dir) for task_dir in doomed]
+        for entry in entries:
+            entry.stores.close()
+        return len(entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _reap(self) -> None:
+        """Close entries that are requested elsewhere, idle past the lease, or whose
+        directories were deleted or replaced. Runs for
+        the life of the process once started (a task takes its entry out while it
+        runs, so the cache is often empty for a moment; a sleeping thread costs nothing)."""
+        while True:
+            time.sleep(self.poll_interval)
+            now = time.monotonic()
+            doomed = []
+            with self._lock:
+                for task_dir, entry in list(self._entries.items()):
+                    if (now - entry.idle_since > self.lease
+                            or os.path.exists(os.path.join(task_dir, RELEASE_REQUEST))
+                            or entry.inodes != _inodes(entry.stores)):
+                        doomed.append(self._entries.pop(task_dir))
+            for entry in doomed:
+                entry.stores.close()
+
+
+def _identities(stores: TaskStores) -> tuple[Optional[bytes], ...]:
+    return tuple(db_identity(path) for path in stores.paths())
+
+
+def _inodes(stores: TaskStores) -> tuple[Optional[tuple[int, int]], ...]:
+    """Which directories the databases are in (a stat each: cheap enough for every poll)."""
+    found = []
+    for path in stores.paths():
+        try:
+            info = os.stat(path)
+            found.append((info.st_dev, info.st_ino))
+        except FileNotFoundError:
+            found.append(None)
+    return tuple(found)
+
+
+#: The process's cache (one per Python worker).
+STORE_CACHE = StoreCache(lease=float(os.environ.get("STREAMLIB_STORE_LEASE", DEFAULT_LEASE)))
+
+
+def release_everywhere(state_dir: str, timeout: float = 10.0) -> bool:
+    """Ask every process that keeps task stores under ``state_dir`` (an application's
+    state directory: one sub-directory per task) open to close them, and wait until
+    their RocksDB LOCKs are free (up to ``timeout`` s); True if they all are.
+
+    For the driver when an application stops: afterwards the state may be deleted
+    (``Streams.cleanup``), reset or opened by other tools. It must not be called by a
+    process that holds one of these stores open outside the cache (a POSIX lock is
+    dropped when its process closes any descriptor of the file): this process's own
+    cached entries under ``state_dir`` are therefore closed first.
+    """
+    STORE_CACHE.close_under(state_dir)
+    if not os.path.isdir(state_dir):
+        return True
+    task_dirs = [entry.path for entry in os.scandir(state_dir) if entry.is_dir()]
+    requests = []
+    for task_dir in task_dirs:
+        request = os.path.join(task_dir, RELEASE_REQUEST)
+        with open(request, "a"):
+            pass
+        requests.append(request)
+    locks = [os.path.join(entry.path, "LOCK") for task_dir in task_dirs
+             for entry in os.scandir(task_dir) if entry.is_dir()]
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            held = [lock for lock in locks if _locked_elsewhere(lock)]
+            if not held:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            locks = held
+            time.sleep(POLL_INTERVAL)
+    finally:
+        for request in requests:
+            try:
+                os.remove(request)
+            except FileNotFoundError:
+                pass
+
+
+def _locked_elsewhere(path: str) -> bool:
+    """Whether another process holds a POSIX write lock on ``path`` (RocksDB's LOCK)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        query = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+        return struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK
+    finally:
+        os.close(fd)

@@ -1,0 +1,147 @@
+"""StoreCache: a task's stores stay open between batches of one process, and are handed
+over (closed by the holder) as soon as another process wants them."""
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+
+from streamlib.state import StoreSpec, open_task_stores
+from streamlib.state.cache import StoreCache
+from streamlib.state.task import RELEASE_REQUEST
+
+SPEC = StoreSpec("counts", logging=False)
+
+# A process that commits a batch through its own cache, keeps the stores cached (a
+# long lease), and reports how many entries its cache has once asked on stdin.
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from streamlib.state import StoreSpec, open_task_stores
+    from streamlib.state.cache import StoreCache
+    task_dir = sys.argv[1]
+    cache = StoreCache(lease=60.0)
+    spec = [StoreSpec("counts", logging=False)]
+    stores = cache.acquire(task_dir, "k", lambda: open_task_stores(task_dir, spec))
+    stores.begin(0)
+    stores["counts"].put(b"k", b"from-holder")
+    stores.commit()
+    cache.release(task_dir, "k", stores)
+    print("cached", flush=True)
+    sys.stdin.readline()
+    print(len(cache), flush=True)
+""")
+
+
+def opener(task_dir):
+    return lambda: open_task_stores(task_dir, [SPEC])
+
+
+def commit(stores, batch, key, value):
+    stores.begin(batch)
+    stores["counts"].put(key, value)
+    stores.commit()
+
+
+def test_next_batch_in_the_same_process_reuses_the_open_stores(tmp_path):
+    cache = StoreCache(lease=60.0)
+    task_dir = str(tmp_path / "0_0")
+    first = cache.acquire(task_dir, "k", opener(task_dir))
+    commit(first, 0, b"a", b"1")
+    cache.release(task_dir, "k", first)
+    second = cache.acquire(task_dir, "k", opener(task_dir))
+    try:
+        assert second is first and (cache.hits, cache.misses) == (1, 1)
+        second.begin(1)
+        assert second["counts"].get(b"a") == b"1"
+        assert second.metrics()["puts"] == 0  # counters restart per batch, as after an open
+    finally:
+        cache.discard(second)
+
+
+def test_changed_specs_or_a_recreated_copy_are_opened_afresh(tmp_path):
+    cache = StoreCache(lease=60.0)
+    task_dir = str(tmp_path / "0_0")
+    stores = cache.acquire(task_dir, "k", opener(task_dir))
+    commit(stores, 0, b"a", b"1")
+    cache.release(task_dir, "k", stores)
+    other = cache.acquire(task_dir, "other-specs", opener(task_dir))
+    assert other is not stores and other.paths() == stores.paths()
+    cache.release(task_dir, "k", other)
+    shutil.rmtree(task_dir)  # lost state (cleanup, a new disk) while the copy is cached
+    fresh = cache.acquire(task_dir, "k", opener(task_dir))
+    try:
+        assert fresh is not other
+        fresh.begin(1)
+        assert fresh["counts"].get(b"a") is None
+    finally:
+        cache.discard(fresh)
+
+
+def test_idle_entries_close_after_the_lease(tmp_path):
+    cache = StoreCache(lease=0.05)
+    task_dir = str(tmp_path / "0_0")
+    stores = cache.acquire(task_dir, "k", opener(task_dir))
+    commit(stores, 0, b"a", b"1")
+    cache.release(task_dir, "k", stores)
+    deadline = time.monotonic() + 5
+    while len(cache) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(cache) == 0
+    with open_task_stores(task_dir, [SPEC], lock_timeout=1) as reopened:  # the LOCK is free
+        reopened.begin(1)
+        assert reopened["counts"].get(b"a") == b"1"
+
+
+def test_a_batch_that_ends_while_another_process_waits_closes_instead_of_caching(tmp_path):
+    cache = StoreCache(lease=60.0)
+    task_dir = tmp_path / "0_0"
+    stores = cache.acquire(str(task_dir), "k", opener(task_dir))
+    commit(stores, 0, b"a", b"1")
+    (task_dir / RELEASE_REQUEST).touch()
+    cache.release(str(task_dir), "k", stores)
+    assert len(cache) == 0
+    (task_dir / RELEASE_REQUEST).unlink()
+    with open_task_stores(task_dir, [SPEC], lock_timeout=1) as reopened:
+        reopened.begin(1)
+        assert reopened["counts"].get(b"a") == b"1"
+
+
+def test_another_process_gets_cached_stores_at_once_and_sees_the_committed_batch(tmp_path):
+    task_dir = tmp_path / "0_0"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(task_dir)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "cached"
+        started = time.monotonic()
+        # Without the hand-over this waits for the holder's 60 s lease and times out.
+        with open_task_stores(task_dir, [SPEC], lock_timeout=10) as stores:
+            waited = time.monotonic() - started
+            stores.begin(1)
+            assert stores["counts"].get(b"k") == b"from-holder"
+        assert waited < 5
+        assert not (task_dir / RELEASE_REQUEST).exists()
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "0"  # the holder dropped its entry, alive
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_release_everywhere_empties_other_processes_caches_and_frees_the_locks(tmp_path):
+    from streamlib.state.cache import release_everywhere
+
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "app" / "0_0")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "cached"
+        assert release_everywhere(str(tmp_path / "app"), timeout=10)
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "0"
+        assert not (tmp_path / "app" / "0_0" / RELEASE_REQUEST).exists()
+        shutil.rmtree(tmp_path / "app")  # now safe: nobody holds a handle on these files
+    finally:
+        holder.kill()
+        holder.wait()
+    assert release_everywhere(str(tmp_path / "missing"))
