@@ -86,6 +86,8 @@ class SourceProcessor(Processor):
         value decodes and encodes back to the same bytes), so the outcome is the same."""
         if self.node.params.get("internal"):
             return True
+        if self.key_serde.check_batch is None or self.value_serde.check_batch is None:
+            return False   # a serde that cannot vouch for a batch: record by record
         stamps = rows.column("timestamp")
         if stamps.null_count or (len(stamps) and pc.min(stamps).as_py() < 0):
             return False
