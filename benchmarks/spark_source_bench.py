@@ -1,8 +1,10 @@
 """Throughput of the ``streamlib`` Spark data source on the local log.
 
 Writes N records (~100-byte values) to a 4-partition topic, then measures on
-``local[2]``: a batch read, a streaming ``availableNow`` read (noop sink), a batch
-write through the sink, and the backend's own ``read_arrow`` for reference.
+``local[2]``: a batch read, a streaming ``availableNow`` read (noop sink) with all
+columns and with a pruned schema (``value binary``), a batch read with ranges split
+(``minPartitions``), a batch write through the sink, and the backend's own
+``read_arrow`` for reference.
 
     python benchmarks/spark_source_bench.py [--records 1000000] [--partitions 4]
 """
@@ -69,15 +71,23 @@ def main() -> None:
             for p, end in backend.end_offsets("in").items():
                 backend.read_arrow("in", p, 0, end)
 
-        def source(reader):
-            return reader.format("streamlib").option("bootstrap", backend.url).option("topics", "in").load()
+        def source(reader, schema=None, **options):
+            if schema is not None:
+                reader = reader.schema(schema)
+            return (reader.format("streamlib").option("bootstrap", backend.url).option("topics", "in")
+                    .options(**options).load())
 
         def batch_read() -> None:
             total = source(spark.read).selectExpr("count(*) AS n", "sum(length(value)) AS b").first()
             assert total.n == n, total
 
-        def stream_read() -> None:
-            query = (source(spark.readStream).writeStream.format("noop")
+        def split_read() -> None:
+            total = (source(spark.read, minPartitions=str(2 * args.partitions))
+                     .selectExpr("count(*) AS n", "sum(length(value)) AS b").first())
+            assert total.n == n, total
+
+        def stream_read(schema=None) -> None:
+            query = (source(spark.readStream, schema).writeStream.format("noop")
                      .option("checkpointLocation", tempfile.mkdtemp(dir=root))
                      .trigger(availableNow=True).start())
             query.awaitTermination()
@@ -93,7 +103,9 @@ def main() -> None:
         timed("backend read_arrow (no Spark)", n, payload, read_arrow_all)
         timed("warm-up batch read", n, payload, batch_read)
         timed("batch read (count + sum(length))", n, payload, batch_read)
+        timed(f"batch read, minPartitions={2 * args.partitions}", n, payload, split_read)
         timed("streaming availableNow read (noop)", n, payload, stream_read)
+        timed("streaming read, schema 'value binary'", n, payload, lambda: stream_read("value binary"))
         timed("batch read + write to topic (sink)", n, payload, batch_write)
         spark.stop()
     finally:

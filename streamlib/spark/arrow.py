@@ -7,7 +7,7 @@ tables into :data:`SOURCE_ARROW_SCHEMA` batches; the writer normalises sink rows
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -25,20 +25,55 @@ SOURCE_ARROW_SCHEMA = pa.schema([("topic", pa.string()), ("partition", pa.int32(
 SINK_COLUMNS = ("topic", "partition", "key", "value", "timestamp", "headers")
 
 
-def source_batches(records: pa.Table, topic: str, partition: int) -> Iterator[pa.RecordBatch]:
-    """Record batches of source rows: ``records`` (RECORD_SCHEMA) plus topic/partition.
+#: Source columns in schema order (a reader may ask for any subset, see :func:`source_columns`).
+SOURCE_COLUMNS: tuple[str, ...] = tuple(SOURCE_ARROW_SCHEMA.names)
+#: Below this many rows per stored frame on average, a read merges its frames into one
+#: Arrow batch (a copy): every batch Spark receives has a fixed cost in the JVM.
+MIN_BATCH_ROWS = 8192
+
+
+def source_batches(records: pa.Table, topic: str, partition: int,
+                   columns: Sequence[str] = SOURCE_COLUMNS) -> Iterator[pa.RecordBatch]:
+    """Record batches of source rows: ``records`` (RECORD_SCHEMA) plus topic/partition,
+    with only ``columns``, in that order.
+
+    The record columns stay zero-copy views of the stored frames (unless the frames are
+    small, see :data:`MIN_BATCH_ROWS`), and nothing here calls ``pa.array`` or
+    ``pa.scalar``: those import pandas, which costs a fresh Python worker half a second.
 
     >>> from streamlib.topics.base import records_to_arrow
     >>> t = records_to_arrow([(b"k", b"v", 5, ())]).add_column(0, "offset", pa.array([7]))
-    >>> [b.to_pylist()[0]["offset"] for b in source_batches(t, "words", 2)]
-    [7]
+    >>> [b.to_pylist() for b in source_batches(t, "words", 2, ["partition", "offset", "value"])]
+    [[{'partition': 2, 'offset': 7, 'value': b'v'}]]
     """
-    n = records.num_rows
-    table = pa.Table.from_arrays(
-        [pa.repeat(pa.scalar(topic, pa.string()), n), pa.repeat(pa.scalar(partition, pa.int32()), n),
-         *(records.column(f.name) for f in RECORD_SCHEMA)],
-        schema=SOURCE_ARROW_SCHEMA)
-    return iter(table.to_batches())
+    schema = pa.schema([SOURCE_ARROW_SCHEMA.field(c) for c in columns])
+    stored = records.select([c for c in columns if c in RECORD_SCHEMA.names])
+    if stored.num_columns and records.column(0).num_chunks > 1 \
+            and records.num_rows < MIN_BATCH_ROWS * records.column(0).num_chunks:
+        stored = stored.combine_chunks()
+    for batch in (stored.to_batches() if stored.num_columns else _row_counts(records)):
+        n = batch.num_rows
+        if n == 0:
+            continue
+        arrays = [_constant_string(topic, n) if c == "topic" else
+                  _constant_int32(partition, n) if c == "partition" else batch.column(c)
+                  for c in columns]
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _row_counts(records: pa.Table) -> Iterator[pa.RecordBatch]:
+    """Batches with as many rows as ``records`` has, for a read of topic/partition only."""
+    return iter(records.select(["offset"]).to_batches())
+
+
+def _constant_string(text: str, n: int) -> pa.Array:
+    data = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(data))
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+
+
+def _constant_int32(value: int, n: int) -> pa.Array:
+    return pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(np.full(n, value, np.int32))])
 
 
 def to_append_table(rows: pa.Table, now_ms: Optional[int] = None) -> pa.Table:

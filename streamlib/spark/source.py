@@ -1,14 +1,23 @@
 """The ``streamlib`` Spark data source: topics as batch and streaming DataFrames.
 
 One Spark input partition per topic partition (topics in the given order, partitions
-ascending; empty ranges included so partition indexes stay stable). Streaming offsets
-are ``{topic: {partition: next_offset}}`` dicts (partition keys are strings, as JSON
-makes them) kept by Spark in the query checkpoint.
+ascending; empty ranges included so partition indexes stay stable), unless
+``minPartitions`` or ``maxRecordsPerPartition`` ask for large ranges to be split (as in
+Spark's Kafka source): then a topic partition's range may be read by several Spark
+tasks, each in offset order. Streaming offsets are ``{topic: {partition: next_offset}}``
+dicts (partition keys are strings, as JSON makes them) kept by Spark in the query
+checkpoint, whether or not ranges are split.
+
+A schema given with ``.schema(...)`` may name any subset of the source columns, in any
+order, with their types: only those columns are read and handed to Spark (Python data
+sources get no column pruning from Spark, and the nested ``headers`` column is the
+dearest to convert), e.g. ``spark.readStream.format("streamlib").schema("value binary")``.
 
 Options: ``bootstrap`` (backend URL, default ``local://./streamlib-data``), ``topics``
 (comma-separated, required), ``startingOffsets`` (``earliest`` default | ``latest`` |
 JSON ``{"t": {"0": 5}}``), ``endingOffsets`` (batch only: ``latest`` default | JSON),
-``maxRecordsPerTrigger`` (streaming), ``backendConfig`` / ``consumerConfig`` /
+``maxRecordsPerTrigger`` (streaming), ``minPartitions`` / ``maxRecordsPerPartition``
+(split ranges, see above), ``backendConfig`` / ``consumerConfig`` /
 ``producerConfig`` (JSON objects passed to :func:`streamlib.topics.open_backend`),
 ``applicationId`` (names the application's reset command in errors). A checkpoint
 offset beyond a partition's log end stops the query (:class:`OffsetOutOfRange`).
@@ -25,10 +34,11 @@ from typing import Iterator, Mapping, Optional, Sequence
 import pyarrow as pa
 from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
                                     InputPartition)
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField,
+                               StructType)
 
 from streamlib.errors import RESET_HINT, OffsetOutOfRange
-from streamlib.spark.arrow import SOURCE_DDL, source_batches
+from streamlib.spark.arrow import SOURCE_COLUMNS, SOURCE_DDL, source_batches
 from streamlib.topics import DEFAULT_URL, TopicBackend, open_backend, parse_url
 
 #: ``{topic: {partition (as str): offset}}``
@@ -94,6 +104,10 @@ class SourceOptions:
     max_records_per_trigger: Optional[int] = None
     #: names the application in errors (its reset command); optional
     application_id: Optional[str] = None
+    #: split ranges so that a batch has at least this many input partitions
+    min_partitions: Optional[int] = None
+    #: split ranges so that none holds more offsets than this
+    max_records_per_partition: Optional[int] = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -107,14 +121,13 @@ class SourceOptions:
         topics = tuple(t.strip() for t in (options.get("topics") or "").split(",") if t.strip())
         if not topics:
             raise ValueError("option 'topics' is required: a comma-separated list of topic names")
-        limit = options.get("maxRecordsPerTrigger")
-        if limit is not None and (not limit.isdigit() or int(limit) < 1):
-            raise ValueError(f"option maxRecordsPerTrigger must be a positive integer, got {limit!r}")
         parsed = cls(BackendSpec.from_options(options), topics,
                      _offsets_option(options, "startingOffsets", ("earliest", "latest")),
                      _offsets_option(options, "endingOffsets", ("latest",)),
-                     int(limit) if limit is not None else None,
-                     options.get("applicationId") or None)
+                     _positive_option(options, "maxRecordsPerTrigger"),
+                     options.get("applicationId") or None,
+                     _positive_option(options, "minPartitions"),
+                     _positive_option(options, "maxRecordsPerPartition"))
         backend = parsed.backend.open()
         for topic in topics:
             backend.num_partitions(topic)  # raises TopicNotFound("unknown topic 'x'")
@@ -147,6 +160,15 @@ def check_within_log(wanted: Offsets, available: Offsets, application_id: Option
                     f"topic {topic!r} partition {partition}: the checkpoint is at offset {offset} but the "
                     f"log ends at offset {end} (torn or truncated log, or a re-created topic); new records "
                     f"would be skipped, so the application stops. To go on, {way_out}")
+
+
+def _positive_option(options: Mapping[str, str], name: str) -> Optional[int]:
+    text = options.get(name)
+    if text is None:
+        return None
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ValueError(f"option {name} must be a positive integer, got {text!r}")
+    return int(text)
 
 
 def _offsets_option(options: Mapping[str, str], name: str, words: tuple[str, ...]) -> str | Offsets:
@@ -194,12 +216,84 @@ def plan_ranges(start: Offsets, end: Offsets, topics: Sequence[str]) -> list[Top
             for t in topics for p, off in canonical(end, topics)[t].items()]
 
 
-def read_range(backend: BackendSpec, part: TopicRange) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of source rows for one :class:`TopicRange`, read in chunks."""
+def split_ranges(ranges: list[TopicRange], min_partitions: Optional[int] = None,
+                 max_records: Optional[int] = None) -> list[TopicRange]:
+    """``ranges`` with large ones cut into consecutive pieces of near-equal size: none
+    longer than ``max_records``, and, when there are fewer ranges than
+    ``min_partitions``, each cut in proportion to its share of all offsets (Spark's Kafka
+    source does the same with these options). Order is kept; empty ranges stay whole.
+
+    >>> parts = split_ranges([TopicRange("t", 0, 0, 10), TopicRange("t", 1, 5, 5)], min_partitions=3)
+    >>> [(r.partition, r.start, r.end) for r in parts]
+    [(0, 0, 3), (0, 3, 6), (0, 6, 10), (1, 5, 5)]
+    >>> [(r.start, r.end) for r in split_ranges([TopicRange("t", 0, 0, 5)], max_records=2)]
+    [(0, 1), (1, 3), (3, 5)]
+    """
+    total = sum(r.end - r.start for r in ranges)
+    spread = min_partitions is not None and len(ranges) < min_partitions and total > 0
+    out: list[TopicRange] = []
+    for r in ranges:
+        size = r.end - r.start
+        pieces = 1
+        if spread:
+            pieces = max(pieces, -(-size * min_partitions // total))
+        if max_records is not None:
+            pieces = max(pieces, -(-size // max_records))
+        pieces = max(1, min(pieces, size))
+        bounds = [r.start + size * i // pieces for i in range(pieces + 1)]
+        out.extend(TopicRange(r.topic, r.partition, lo, hi) for lo, hi in zip(bounds, bounds[1:]))
+    return out
+
+
+def plan_reads(options: "SourceOptions", start: Offsets, end: Offsets) -> list[TopicRange]:
+    """The input partitions of ``[start, end)``: :func:`plan_ranges`, split as the
+    ``minPartitions`` / ``maxRecordsPerPartition`` options ask."""
+    ranges = plan_ranges(start, end, options.topics)
+    if options.min_partitions is None and options.max_records_per_partition is None:
+        return ranges
+    return split_ranges(ranges, options.min_partitions, options.max_records_per_partition)
+
+
+def source_columns(schema: Optional[StructType]) -> tuple[str, ...]:
+    """The source columns a reader with ``schema`` produces, in its order: any subset of
+    :data:`~streamlib.spark.arrow.SOURCE_DDL`'s columns with the same types.
+
+    >>> source_columns(StructType([StructField("value", BinaryType()), StructField("offset", LongType())]))
+    ('value', 'offset')
+    >>> source_columns(StructType([StructField("value", StringType())]))
+    Traceback (most recent call last):
+    ...
+    ValueError: the streamlib source has no column 'value string'; its columns are topic string, \
+partition int, offset bigint, timestamp bigint, key binary, value binary, headers \
+array<struct<key:string,value:binary>> (any subset, in any order)
+    """
+    if schema is None:
+        return SOURCE_COLUMNS
+    full = {f.name: f.dataType for f in _SOURCE_SCHEMA.fields}
+    for f in schema.fields:
+        if full.get(f.name) != f.dataType:
+            columns = ", ".join(f"{g.name} {g.dataType.simpleString()}" for g in _SOURCE_SCHEMA.fields)
+            raise ValueError(f"the streamlib source has no column '{f.name} {f.dataType.simpleString()}'; "
+                             f"its columns are {columns} (any subset, in any order)")
+    return tuple(schema.fieldNames())
+
+
+#: :data:`~streamlib.spark.arrow.SOURCE_DDL` as a StructType (parsing DDL needs a JVM).
+_SOURCE_SCHEMA = StructType([
+    StructField("topic", StringType()), StructField("partition", IntegerType()),
+    StructField("offset", LongType()), StructField("timestamp", LongType()),
+    StructField("key", BinaryType()), StructField("value", BinaryType()),
+    StructField("headers", ArrayType(StructType([StructField("key", StringType()),
+                                                 StructField("value", BinaryType())])))])
+
+
+def read_range(backend: BackendSpec, part: TopicRange,
+               columns: Sequence[str] = SOURCE_COLUMNS) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of source rows (``columns`` only) for one :class:`TopicRange`, read in chunks."""
     log = backend.open()
     for lo in range(part.start, part.end, READ_CHUNK_RECORDS):
         records = log.read_arrow(part.topic, part.partition, lo, min(lo + READ_CHUNK_RECORDS, part.end))
-        yield from source_batches(records, part.topic, part.partition)
+        yield from source_batches(records, part.topic, part.partition, columns)
 
 
 def limit_offsets(start: Offsets, available: Offsets, limit: Optional[int],
@@ -235,16 +329,17 @@ def limit_offsets(start: Offsets, available: Offsets, limit: Optional[int],
 class TopicBatchReader(DataSourceReader):
     """Batch read of ``[startingOffsets, endingOffsets)``, resolved when planned."""
 
-    def __init__(self, options: SourceOptions):
+    def __init__(self, options: SourceOptions, columns: Sequence[str] = SOURCE_COLUMNS):
         self.options = options
+        self.columns = tuple(columns)
 
     def partitions(self) -> list[TopicRange]:
         start = self.options.resolve(self.options.starting, unlisted="earliest")
         end = self.options.resolve(self.options.ending, unlisted="latest")
-        return plan_ranges(start, end, self.options.topics)
+        return plan_reads(self.options, start, end)
 
     def read(self, partition: TopicRange) -> Iterator[pa.RecordBatch]:
-        return read_range(self.options.backend, partition)
+        return read_range(self.options.backend, partition, self.columns)
 
 
 class TopicStreamReader(DataSourceStreamReader):
@@ -255,8 +350,9 @@ class TopicStreamReader(DataSourceStreamReader):
     ``partitions(end, end)`` (``AcceptsLatestSeenOffset``) before asking for new offsets.
     """
 
-    def __init__(self, options: SourceOptions):
+    def __init__(self, options: SourceOptions, columns: Sequence[str] = SOURCE_COLUMNS):
         self.options = options
+        self.columns = tuple(columns)
         self._initial: Optional[Offsets] = None
         self._next_start: Optional[Offsets] = None
 
@@ -279,10 +375,10 @@ class TopicStreamReader(DataSourceStreamReader):
         check_within_log(canonical(end, self.options.topics), self.options.resolve("latest"),
                          self.options.application_id)
         self._next_start = canonical(end, self.options.topics)
-        return plan_ranges(start, end, self.options.topics)
+        return plan_reads(self.options, start, end)
 
     def read(self, partition: TopicRange) -> Iterator[pa.RecordBatch]:
-        return read_range(self.options.backend, partition)
+        return read_range(self.options.backend, partition, self.columns)
 
 
 class TopicDataSource(DataSource):
@@ -297,10 +393,10 @@ class TopicDataSource(DataSource):
         return SOURCE_DDL
 
     def reader(self, schema: StructType) -> TopicBatchReader:
-        return TopicBatchReader(SourceOptions.parse(self.options))
+        return TopicBatchReader(SourceOptions.parse(self.options), source_columns(schema))
 
     def streamReader(self, schema: StructType) -> TopicStreamReader:
-        return TopicStreamReader(SourceOptions.parse(self.options))
+        return TopicStreamReader(SourceOptions.parse(self.options), source_columns(schema))
 
     def writer(self, schema: StructType, overwrite: bool):
         from streamlib.spark.sink import TopicBatchWriter

@@ -212,7 +212,7 @@ class PartitionLog:
                     pieces.append(table)
                 i += 1
         if not pieces:
-            return RECORD_SCHEMA.empty_table()
+            return pa.Table.from_batches([], RECORD_SCHEMA)  # empty_table() imports pandas
         pieces[0] = _clip(pieces[0], start, end)
         pieces[-1] = _clip(pieces[-1], start, end)
         return pa.concat_tables(pieces)
@@ -583,7 +583,10 @@ def _with_offsets(records: pa.Table, first: int) -> pa.RecordBatch:
 
 def _clip(table: pa.Table, start: int, end: int) -> pa.Table:
     """The rows of a frame's table with ``start <= offset < end`` (offsets are sorted)."""
-    offsets = table.column("offset").chunk(0).to_numpy()
+    column = table.column("offset").chunk(0)
+    # A view of the buffer, not ``to_numpy()``: that imports pandas (half a second in
+    # every fresh Spark Python worker that reads the log).
+    offsets = np.frombuffer(column.buffers()[1], np.int64, len(column), column.offset * 8)
     lo, hi = np.searchsorted(offsets, [start, end])
     return table.slice(lo, hi - lo) if (lo, hi) != (0, len(offsets)) else table
 
