@@ -59,9 +59,15 @@ def _install_trace() -> None:
 
     # Only timing: where the task code is organised differently (a store cache that
     # keeps stores open across batches, say), the missing span is just not traced.
+    # Each wrapper is a module attribute here, so cloudpickle ships it by reference (every
+    # Python process installs the same): shipped by value, it would drag the wrapped
+    # function and its module's globals along, the store cache's lock included.
     for function, event in (("open_task_stores", "open-stores"), ("run_task", "task")):
         if hasattr(tasks, function):
-            setattr(tasks, function, timed(getattr(tasks, function), event))
+            wrapper = timed(getattr(tasks, function), event)
+            wrapper.__qualname__ = wrapper.__name__ = f"traced_{function}"
+            globals()[wrapper.__name__] = wrapper
+            setattr(tasks, function, wrapper)
 
 
 def _executor_jvm() -> int:
