@@ -19,8 +19,8 @@ import pyarrow as pa
 
 from .base import (APPEND_SCHEMA, HEADER_TYPE, MAX_MESSAGE_BYTES, RecordTooLarge, TopicBackend, TopicExists,
                    TopicInfo, TopicNotFound, TopicsError, check_record_sizes, check_topic_name)
-from .partition_log import (DEFAULT_SEGMENT_BYTES, Compaction, PartitionDeleted, PartitionLog,
-                            deferred_fsyncs)
+from .fsyncs import deferred_fsyncs
+from .partition_log import DEFAULT_SEGMENT_BYTES, Compaction, PartitionDeleted, PartitionLog
 from .partitioner import RoundRobin, partition_array
 
 T = TypeVar("T")

@@ -26,7 +26,6 @@ import logging
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
@@ -39,6 +38,7 @@ from .base import APPEND_SCHEMA, RECORD_SCHEMA, TopicsError
 from .frames import (FRAME_HEADER, INDEX_ENTRY, SEGMENT_HEADER, SEGMENT_MAGIC, FrameInfo, encode_frame,
                      encode_index_entry, frame_producers, frame_table, new_segment_header,
                      parse_frame, parse_index)
+from .fsyncs import fsync_now_or_later, fsync_path
 
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 log = logging.getLogger("streamlib.topics")
@@ -111,63 +111,6 @@ def _index_path(segment_path: str) -> str:
 
 class PartitionDeleted(TopicsError):
     """The partition's directory is gone: its topic was deleted (maybe by another process)."""
-
-
-#: Per thread: the segment files whose fsync is deferred (None: fsync at every append).
-_deferred = threading.local()
-
-
-@contextmanager
-def deferred_fsyncs() -> Iterator[None]:
-    """Appends of this thread inside skip their fsync; on exit every segment file they
-    wrote is fsynced, concurrently, before the block is left (a task's changelog and
-    sink appends of one batch: one round of fsyncs instead of one fsync after another).
-
-    A process crash loses nothing either way (the data is in the page cache); against
-    power loss the whole block is durable when it returns, which is when a task
-    reports its batch done. Nested blocks sync at the outermost exit.
-    """
-    if getattr(_deferred, "paths", None) is not None:
-        yield
-        return
-    _deferred.paths = paths = set()
-    try:
-        yield
-    finally:
-        _deferred.paths = None
-        _fsync_all(sorted(paths))
-
-
-def _fsync_all(paths: list[str]) -> None:
-    errors: list[BaseException] = []
-
-    def sync(path: str) -> None:
-        try:
-            _fsync_path(path)
-        except FileNotFoundError:
-            pass  # replaced by a compaction (which synced its copy) or deleted with its topic
-        except BaseException as exc:  # re-raised in the caller's thread
-            errors.append(exc)
-
-    if len(paths) <= 1:
-        for path in paths:
-            sync(path)
-    else:
-        list(_sync_pool().map(sync, paths))
-    if errors:
-        raise errors[0]
-
-
-_pool: Optional[ThreadPoolExecutor] = None
-_pool_pid = -1
-
-
-def _sync_pool() -> ThreadPoolExecutor:
-    """Threads that fsync concurrently, made once per process (after a fork: again)."""
-    global _pool, _pool_pid
-    if _pool is None or _pool_pid != os.getpid():
-        _pool, _pool_pid = ThreadPoolExecutor(max_workers=8, thread_name_prefix="streamlib-fsync"), os.getpid()
-    return _pool
 
 
 class PartitionLog:
@@ -457,11 +400,7 @@ class PartitionLog:
             infos.append(FrameInfo(first, last, pos, len(data)))
             pos += len(data)
         if self.fsync:
-            pending = getattr(_deferred, "paths", None)
-            if pending is None:
-                os.fsync(fd)
-            else:
-                pending.add(segment.path)
+            fsync_now_or_later(fd, segment.path)
         segment.size = pos
         segment.frames.extend(infos)
         self._repair(segment)
@@ -515,15 +454,7 @@ class PartitionLog:
 
     def _sync_dir(self) -> None:
         if self.fsync:
-            _fsync_path(self.path, os.O_RDONLY | os.O_DIRECTORY)
-
-
-def _fsync_path(path: str, flags: int = os.O_RDONLY) -> None:
-    fd = os.open(path, flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+            fsync_path(self.path, os.O_RDONLY | os.O_DIRECTORY)
 
 
 def _unlink_segment(path: str) -> None:
