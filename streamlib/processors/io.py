@@ -19,6 +19,12 @@ log = logging.getLogger("streamlib")
 _LONG = struct.Struct(">q")
 
 
+def timestamps_valid(stamps: "pa.ChunkedArray") -> bool:
+    """Whether no timestamp of a batch is missing or negative: only then may the batch
+    be processed whole (per record, such a record is dropped by the timestamp rules)."""
+    return not stamps.null_count and (len(stamps) == 0 or pc.min(stamps).as_py() >= 0)
+
+
 @processes(SOURCE)
 class SourceProcessor(Processor):
     """Deserializes input records once; bad payloads go to the configured handler."""
@@ -88,8 +94,7 @@ class SourceProcessor(Processor):
             return True
         if self.key_serde.check_batch is None or self.value_serde.check_batch is None:
             return False   # a serde that cannot vouch for a batch: record by record
-        stamps = rows.column("timestamp")
-        if stamps.null_count or (len(stamps) and pc.min(stamps).as_py() < 0):
+        if not timestamps_valid(rows.column("timestamp")):
             return False
         return (self.key_serde.check_batch(rows.column("key"))
                 and self.value_serde.check_batch(rows.column("value")))

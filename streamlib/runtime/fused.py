@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from ..processors import Processor, ProcessorContext, SinkProcessor, SourceProcessor
 from ..processors.columnar import chain_below, run_chain
+from ..processors.io import timestamps_valid
 
 
 class FusedChain:
@@ -50,7 +51,7 @@ class FusedChain:
         emits, counting them in and advancing stream time; ``None`` if anything is
         unusual, with nothing changed: process them record by record instead."""
         timestamps = rows.column("timestamp")
-        if timestamps.null_count or pc.min(timestamps).as_py() < 0:
+        if not timestamps_valid(timestamps):
             return None
         source = self.source
         try:
