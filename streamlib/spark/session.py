@@ -19,6 +19,10 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
 }
 
+#: Spark's Python daemon, minus pyspark's source zip on the path (see :mod:`streamlib.spark.daemon`).
+#: Set on every session streamlib creates, spark-submit's included, unless already configured.
+DAEMON_MODULE = ("spark.python.daemon.module", "streamlib.spark.daemon")
+
 
 def register_data_sources(spark: SparkSession) -> SparkSession:
     """Register the ``streamlib`` data source (topics reader and writer) and
@@ -36,6 +40,15 @@ def register_data_sources(spark: SparkSession) -> SparkSession:
     spark.dataSource.register(TopicDataSource)
     spark.dataSource.register(StoreDataSource)
     return spark
+
+
+def _configured(key: str, submitted: bool) -> bool:
+    """Whether spark-submit (``--conf``, ``spark-defaults.conf``) already set ``key``."""
+    if not submitted:
+        return False
+    from pyspark import SparkConf
+
+    return SparkConf().contains(key)
 
 
 def get_or_create_session(master: Optional[str] = None, app_name: str = "streamlib",
@@ -65,6 +78,8 @@ def get_or_create_session(master: Optional[str] = None, app_name: str = "streaml
             # interpreter, the one with streamlib installed, not the first `python3`
             # on PATH; the JVM and its workers inherit the environment.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        if not _configured(DAEMON_MODULE[0], submitted):
+            settings[DAEMON_MODULE[0]] = DAEMON_MODULE[1]
         settings.update(conf or {})
         if master is not None:
             settings["spark.master"] = master

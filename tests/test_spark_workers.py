@@ -1,0 +1,45 @@
+"""Spark's Python workers under streamlib's daemon import pyspark from compiled files."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pyspark
+
+from streamlib.spark.daemon import strip_source_zips
+
+INSTALLED = os.path.dirname(pyspark.__file__)
+ZIP = os.path.join(INSTALLED, "python", "lib", "pyspark.zip")
+PY4J = os.path.join(INSTALLED, "python", "lib", "py4j-0.10.9.9-src.zip")
+
+
+def test_zips_of_the_installed_pyspark_are_dropped(monkeypatch):
+    monkeypatch.setattr(sys, "path", [ZIP, PY4J, "/some/dir", *sys.path])
+    assert strip_source_zips() is True
+    assert ZIP not in sys.path and PY4J not in sys.path
+    assert sys.path[0] == "/some/dir"
+
+
+def test_zips_of_another_spark_home_are_kept(tmp_path, monkeypatch):
+    # A different SPARK_HOME may hold another pyspark version: its zip must win.
+    other = str(tmp_path / "python" / "lib" / "pyspark.zip")
+    monkeypatch.setattr(sys, "path", [other, *sys.path])
+    assert strip_source_zips() is False
+    assert sys.path[0] == other
+
+
+def test_python_tasks_import_pyspark_from_site_packages(spark):
+    assert spark.conf.get("spark.python.daemon.module") == "streamlib.spark.daemon"
+
+    def where(batches):
+        import sys as worker_sys
+
+        import pyarrow as pa
+        import pyspark as worker_pyspark
+
+        zips = [p for p in worker_sys.path if p.endswith(".zip") and "spark" in p or "py4j" in p]
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict({"file": [worker_pyspark.__file__], "zips": [",".join(zips)]})
+
+    rows = spark.range(2, numPartitions=2).mapInArrow(where, "file string, zips string").collect()
+    assert [(r.file, r.zips) for r in rows] == [(pyspark.__file__, "")] * 2
