@@ -43,3 +43,24 @@ def test_python_tasks_import_pyspark_from_site_packages(spark):
 
     rows = spark.range(2, numPartitions=2).mapInArrow(where, "file string, zips string").collect()
     assert [(r.file, r.zips) for r in rows] == [(pyspark.__file__, "")] * 2
+
+
+def test_a_worker_started_from_the_zip_stops_rereading_it(monkeypatch):
+    # A session made without streamlib's daemon: pyspark came from the zip, whose
+    # importers sit in the path importer cache; Spark's invalidate_caches() at every
+    # task start would re-read each of them.
+    import zipimport
+
+    from streamlib.spark.daemon import forget_source_zips
+
+    class FakeZipImporter(zipimport.zipimporter):
+        def __init__(self):  # no archive needed: only its type and cache key matter
+            pass
+
+    FakeZipImporter.__name__ = "zipimporter"
+    entries = {f"{ZIP}/pyspark": FakeZipImporter(), f"{ZIP}/pyspark/sql": FakeZipImporter()}
+    monkeypatch.setattr(sys, "path", [ZIP, PY4J, *sys.path])
+    monkeypatch.setattr(sys, "path_importer_cache", {**sys.path_importer_cache, **entries})
+    forget_source_zips()
+    assert ZIP not in sys.path and PY4J not in sys.path
+    assert not set(entries) & set(sys.path_importer_cache)

@@ -23,6 +23,7 @@ from streamlib.config import StreamsConfig
 from streamlib.processors.base import ProcessorContext
 from streamlib.processors.io import SourceProcessor
 from streamlib.processors.columnar import output_rows
+from streamlib.spark.daemon import forget_source_zips
 from streamlib.spark.sink import QUERY_ID_PROPERTY
 from streamlib.spark.source import BackendSpec
 from streamlib.spark.tasks import output_table, write_sinks
@@ -53,6 +54,7 @@ def handle_undecodable(node: Node, config: StreamsConfig, backend: BackendSpec, 
     """The ``mapInArrow`` function that hands undecodable rows to the handler; it
     returns no rows, and reports its counters like a task."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        forget_source_zips()
         rows = [b for b in batches if b.num_rows]
         if not rows:
             return
