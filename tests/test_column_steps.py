@@ -30,10 +30,11 @@ def test_column_wordcount_equals_python_count_and_skips_the_python_stage(spark, 
     plan = app.explain()
     assert "explode(split(lower" in plan
     physical = plan.split("== Physical Plan ==")[1]
-    # Python runs only in the stateful stage, and in the handler of rows the JVM cannot
-    # decode (invalid UTF-8; none here): one task per batch, see spark/undecodable.py.
-    assert physical.count("MapInArrow") == 2, "only the stateful stage runs Python"
-    assert physical.count("Coalesce 1") == 1
+    # Python runs only in the stateful stage; with the default handler ('fail') rows the
+    # JVM cannot decode raise in the JVM (spark/undecodable.py): the source is read once.
+    assert physical.count("MapInArrow") == 1, "only the stateful stage runs Python"
+    assert physical.count("Scan ") == 1, physical
+    assert "raise_error" in physical
     app.stop()
 
 

@@ -27,7 +27,7 @@ from streamlib.spark.source import BackendSpec
 from streamlib.spark.lowerings import BatchInput, is_column_step, stage_batch_input
 from streamlib.spark import preaggregate  # noqa: F401  (registers the count's batch lowering)
 from streamlib.spark.tasks import TASK_PARTITION, TICK_TOPIC, StagePlan, merge_metrics, stage_function
-from streamlib.spark.undecodable import handle_undecodable, split_undecodable
+from streamlib.spark.undecodable import SkippedCount, handle_undecodable, split_undecodable
 from streamlib.topology import SubTopology, Topology, TopologyError
 
 
@@ -170,6 +170,7 @@ class BatchPlan:
         terminal: list[DataFrame] = []  # outputs of stages nothing reads (empty: tasks write sinks)
         self._batch_id = batch_id
         self._undecodable: list[DataFrame] = []  # handlers of rows Column steps cannot decode
+        self._skipped: list[SkippedCount] = []  # counts of the rows they drop
         for stage in self.stages:
             sub = stage.sub
             if stage.jvm_only is not None:
@@ -218,7 +219,9 @@ class BatchPlan:
         chain = self.chains.get(node_name)
         if not chain:
             return rows
-        rows, bad = split_undecodable(rows, node, self.config)
+        rows, bad, skipped = split_undecodable(rows, node, self.config)
+        if skipped is not None:
+            self._skipped.append(skipped)
         if bad is not None:
             handler = handle_undecodable(node, self.config, self.backend, self._batch_id, self.metrics.add)
             # One Python task per batch for all of them (usually none), not one per partition.
@@ -243,6 +246,10 @@ class BatchPlan:
             result = self.build(source, batch_id, stream_time)
             self._last_result = result
             result.collect()  # no rows: terminal stages only write to sinks
+            if self._skipped:
+                observed = result._jdf.queryExecution().observedMetrics()
+                for skipped in self._skipped:
+                    skipped.report(observed, self.metrics.add)
         finally:
             for stage in self.stages:
                 if stage.output is not None and stage.output.is_cached:

@@ -2,17 +2,23 @@
 
 Column steps decode ``string()`` keys and values in the JVM, where a binary-to-string
 cast accepts any bytes: invalid UTF-8 would flow on as garbage words. So the rows of
-a source with Column steps are split in the JVM with ``is_valid_utf8``: the valid ones
-run the chain, the others run, in Python, through the source's own
-``SourceProcessor`` and so through ``deserialization_exception_handler`` exactly like
-the records of a source without Column steps (``fail`` raises
-``DeserializationFailure``; ``log_and_continue`` counts ``skipped_records``;
-``dead_letter`` appends the original bytes to the DLQ, idempotently per batch).
+a source with Column steps are checked in the JVM with ``is_valid_utf8``, in the same
+scan that feeds the chain (a second branch would read the source twice):
+
+- ``fail``: the first bad row raises ``DeserializationFailure`` from the JVM
+  (``raise_error``), naming node, topic, partition and offset, as the Python path does;
+- ``log_and_continue``: bad rows are dropped; an observed metric counts them, and the
+  driver adds them to ``skipped_records`` and logs the first one's position;
+- ``dead_letter``: bad rows run, in one Python task, through the source's own
+  ``SourceProcessor`` and so through the handler exactly like the records of a source
+  without Column steps (the original bytes go to the DLQ, idempotently per batch).
 """
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
 from functools import reduce
-from typing import Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -21,7 +27,7 @@ from pyspark.sql import functions as F
 
 from streamlib.config import StreamsConfig
 from streamlib.processors.base import ProcessorContext
-from streamlib.processors.io import SourceProcessor
+from streamlib.processors.io import DeserializationFailure, SourceProcessor
 from streamlib.processors.columnar import output_rows
 from streamlib.spark.daemon import forget_source_zips
 from streamlib.spark.sink import QUERY_ID_PROPERTY
@@ -29,24 +35,83 @@ from streamlib.spark.source import BackendSpec
 from streamlib.spark.tasks import output_table, write_sinks
 from streamlib.topology import Node
 
+log = logging.getLogger("streamlib")
+#: the error class :func:`streamlib.errors.translate` finds in a failed query's text
+_FAILURE = f"{DeserializationFailure.__module__}.{DeserializationFailure.__name__}"
+
+
+def _decodable_columns(node: Node, config: StreamsConfig) -> list[str]:
+    """The columns the source decodes as ``string()``, which must be valid UTF-8."""
+    return [column for column, serde in (
+        ("key", node.params.get("key_serde") or config.default_key_serde),
+        ("value", node.params.get("value_serde") or config.default_value_serde))
+        if serde.name == "string()"]
+
+
+def _valid(column: str) -> Column:
+    return F.col(column).isNull() | F.is_valid_utf8(F.col(column).cast("string"))
+
 
 def decodable(node: Node, config: StreamsConfig) -> Optional[Column]:
     """A condition true for the source rows whose ``string()`` keys and values are valid
     UTF-8 (null is valid), or ``None`` if the source decodes nothing as a string."""
-    checks = []
-    for column, serde in (("key", node.params.get("key_serde") or config.default_key_serde),
-                          ("value", node.params.get("value_serde") or config.default_value_serde)):
-        if serde.name == "string()":
-            checks.append(F.col(column).isNull() | F.is_valid_utf8(F.col(column).cast("string")))
+    checks = [_valid(column) for column in _decodable_columns(node, config)]
     return reduce(lambda a, b: a & b, checks) if checks else None
 
 
-def split_undecodable(rows: DataFrame, node: Node, config: StreamsConfig) -> tuple[DataFrame, Optional[DataFrame]]:
-    """``(rows the Column steps can decode, the others or None)``."""
+def failure_message(node: Node, config: StreamsConfig) -> Column:
+    """The ``fail`` handler's error for a bad row, worded like the Python path's."""
+    which = F.lit("the value")
+    if "key" in _decodable_columns(node, config):
+        which = F.when(~_valid("key"), F.lit("the key")).otherwise(which)
+    # On a line of its own, so translate() finds the class name at a line start.
+    return F.concat(F.lit(f"\n{_FAILURE}: cannot deserialize the record at topic '"), F.col("topic"),
+                    F.lit("' partition "), F.col("partition").cast("string"),
+                    F.lit(" offset "), F.col("offset").cast("string"), F.lit(f" in {node.name}: "), which,
+                    F.lit(" is not valid UTF-8 for string() (deserialization_exception_handler='fail')\n"))
+
+
+@dataclass(frozen=True)
+class SkippedCount:
+    """Names the observed metric that counts a source's dropped rows in one batch."""
+
+    node: str
+    metric: str
+
+    def report(self, observed: Any, report: Callable[[dict], None]) -> None:
+        """Add the batch's count (``observed``: the query execution's observed metrics,
+        a JVM map) to ``skipped_records`` and log where the first bad row was."""
+        found = observed.get(self.metric)
+        if not found.isDefined():   # the branch was pruned (a pass without records)
+            return
+        row = found.get()
+        skipped = row.getLong(0)
+        if not skipped:
+            return
+        first = row.getStruct(1)
+        log.warning("skipping %d record(s) in %s that are not valid UTF-8 for string(), the first at "
+                    "topic %r partition %d offset %d", skipped, self.node, first.getString(0),
+                    first.getInt(1), first.getLong(2))
+        report({"tasks": {f"{self.node}-undecodable": {"skipped_records": skipped}}})
+
+
+def split_undecodable(rows: DataFrame, node: Node, config: StreamsConfig
+                      ) -> tuple[DataFrame, Optional[DataFrame], Optional[SkippedCount]]:
+    """``(rows for the Column steps, rows for the Python handler or None, the count of
+    dropped rows to report or None)``, by the source's handler."""
     ok = decodable(node, config)
+    handler = config.deserialization_exception_handler
     if ok is None:
-        return rows, None
-    return rows.where(ok), rows.where(~ok)
+        return rows, None, None
+    if handler == "fail":
+        return rows.where(F.when(ok, F.lit(True)).otherwise(F.raise_error(failure_message(node, config)))), \
+            None, None
+    if handler == "log_and_continue":
+        skipped = SkippedCount(node.name, f"streamlib_skipped_{node.name}")
+        first = F.min(F.when(~ok, F.struct("topic", "partition", "offset")))
+        observed = rows.observe(skipped.metric, F.count_if(~ok).alias("skipped"), first.alias("first"))
+        return observed.where(ok), None, skipped
+    return rows.where(ok), rows.where(~ok), None
 
 
 def handle_undecodable(node: Node, config: StreamsConfig, backend: BackendSpec, batch_id: int,
