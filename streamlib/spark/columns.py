@@ -10,7 +10,7 @@ nothing but a repartition follows, the Python stage is skipped altogether.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Callable, Hashable, Optional
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from streamlib.config import StreamsConfig
 from streamlib.node_kinds import COLUMN, MERGE
 from streamlib.serdes import Serde
+from streamlib.spark.exprs import once
 from streamlib.spark.lowerings import apply_column_step, column_step, is_column_step
 from streamlib.topology import Node, Topology, TopologyError
 
@@ -105,13 +106,12 @@ def apply_chain(rows: DataFrame, chain: ColumnChain, topology: Topology,
                 config: StreamsConfig) -> DataFrame:
     """Source rows -> the chain's output rows, same columns, key/value encoded."""
     source = topology.nodes[chain.source].params
-    df = rows.withColumn("key", _decode(F.col("key"), source.get("key_serde") or config.default_key_serde))
-    df = df.withColumn("value", _decode(F.col("value"),
-                                        source.get("value_serde") or config.default_value_serde))
+    df = rows.withColumns({
+        "key": _decode("key", source.get("key_serde") or config.default_key_serde),
+        "value": _decode("value", source.get("value_serde") or config.default_value_serde)})
     for name in chain.steps:
         df = apply_column_step(df, topology.nodes[name])
-    return (df.withColumn("key", _encode(F.col("key"), chain.key_serde))
-              .withColumn("value", _encode(F.col("value"), chain.value_serde)))
+    return df.withColumns({"key": _encode("key", chain.key_serde), "value": _encode("value", chain.value_serde)})
 
 
 @column_step(COLUMN)
@@ -119,36 +119,54 @@ def _apply(df: DataFrame, node: Node) -> DataFrame:
     expr: Column = node.params["column"]
     op = node.params["op"]
     if op == "filter":
-        keep = F.coalesce(expr.cast("boolean"), F.lit(False))
-        return df.where(~keep if node.params["negate"] else keep)
+        return df.where(_built_from(expr, (op, node.params["negate"]), lambda: _keep(expr, node.params["negate"])))
     if op == "map_values":
         return df.withColumn("value", expr)
     if op == "select_key":
         return df.withColumn("key", expr)
     if op == "flat_map_values":
-        columns = [c for c in df.columns if c != "value"]
-        return df.select(*columns, F.explode(expr).alias("value")).select(*df.columns)
+        columns = df.columns
+        exploded = _built_from(expr, op, lambda: F.explode(expr).alias("value"))
+        return df.select(*[c for c in columns if c != "value"], exploded).select(*columns)
     raise TopologyError(f"{node.name}: unknown Column step {op!r}")
 
 
-def _decode(column: Column, serde: Serde) -> Column:
-    return column.cast("string") if serde.name == "string()" else column
+def _keep(expr: Column, negate: bool) -> Column:
+    keep = F.coalesce(expr.cast("boolean"), F.lit(False))
+    return ~keep if negate else keep
 
 
-def _encode(column: Column, serde: Serde) -> Column:
-    if serde.name == "long()":  # 8-byte big-endian two's complement, as Kafka's LongSerializer
-        return F.unhex(F.lpad(F.hex(column.cast("bigint")), 16, "0"))
-    if serde.name == "string()":
-        return column.cast("string").cast("binary")
-    return column.cast("binary")
+def _built_from(expr: Column, what: Hashable, make: Callable[[], Column]) -> Column:
+    """``make()``, built once per user Column ``expr`` (the cache keeps ``expr`` alive,
+    so its id names it)."""
+    return once(("step", id(expr), what), lambda: (expr, make()))[1]
+
+
+def _decode(name: str, serde: Serde) -> Column:
+    def make() -> Column:
+        return F.col(name).cast("string") if serde.name == "string()" else F.col(name)
+
+    return once(("decode", name, serde.name), make)
+
+
+def _encode(name: str, serde: Serde) -> Column:
+    def make() -> Column:
+        column = F.col(name)
+        if serde.name == "long()":  # 8-byte big-endian two's complement, as Kafka's LongSerializer
+            return F.unhex(F.lpad(F.hex(column.cast("bigint")), 16, "0"))
+        if serde.name == "string()":
+            return column.cast("string").cast("binary")
+        return column.cast("binary")
+
+    return once(("encode", name, serde.name), make)
 
 
 def repartition_rows(rows: DataFrame, topic: str) -> DataFrame:
     """Chain output bound straight for a repartition: tagged with the producing Spark
     partition and a sequence in its row order, like a Python task's output."""
-    return (rows.withColumn("topic", F.lit(topic))
-                .withColumn("partition", F.spark_partition_id())
-                .withColumn("offset", F.monotonically_increasing_id()))
+    return rows.withColumns({"topic": once(("lit", topic), lambda: F.lit(topic)),
+                             "partition": once("spark_partition_id", F.spark_partition_id),
+                             "offset": once("monotonically_increasing_id", F.monotonically_increasing_id)})
 
 
 def chain_feeds_only(topology: Topology, chain: ColumnChain, config: StreamsConfig) -> Optional[list[str]]:

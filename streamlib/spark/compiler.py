@@ -24,6 +24,7 @@ from streamlib.spark.arrow import SOURCE_DDL
 from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chains, repartition_rows,
                                      without_columns)
 from streamlib.spark.source import BackendSpec
+from streamlib.spark.exprs import once
 from streamlib.spark.lowerings import BatchInput, is_column_step, stage_batch_input
 from streamlib.spark import preaggregate  # noqa: F401  (registers the count's batch lowering)
 from streamlib.spark.tasks import TASK_PARTITION, TICK_TOPIC, StagePlan, merge_metrics, stage_function
@@ -112,6 +113,7 @@ class BatchPlan:
         self._last_result: Optional[DataFrame] = None
         self.time_aware = any(stage.time_aware for stage in self.stages)
         self._tick_keys: dict[int, list[bytes]] = {}
+        self._tick_frames: dict[tuple[int, int], DataFrame] = {}
 
     def _jvm_only(self, sub: SubTopology) -> Optional[dict[str, list[str]]]:
         """For a sub-topology that is nothing but Column chains into repartitions: the
@@ -151,9 +153,14 @@ class BatchPlan:
         return self._tick_keys[n]
 
     def _ticks(self, session: SparkSession, n: int) -> DataFrame:
-        """One row per partition, so every time-aware task runs even without records."""
-        rows = [(TICK_TOPIC, p, 0, -1, key, None, []) for p, key in enumerate(self.tick_keys(n))]
-        return session.createDataFrame(rows, SOURCE_DDL)
+        """One row per partition, so every time-aware task runs even without records
+        (the same DataFrame every batch of a query: building one is a Spark job's worth
+        of Py4J round trips)."""
+        key = (id(session), n)
+        if key not in self._tick_frames:
+            rows = [(TICK_TOPIC, p, 0, -1, k, None, []) for p, k in enumerate(self.tick_keys(n))]
+            self._tick_frames[key] = session.createDataFrame(rows, SOURCE_DDL)
+        return self._tick_frames[key]
 
     def build(self, source: DataFrame, batch_id: int, stream_time: int = -1) -> DataFrame:
         """A DataFrame whose computation runs every stage of the batch once; its tasks
@@ -192,10 +199,10 @@ class BatchPlan:
             if stage.batch_input is not None:
                 rows = stage.batch_input(rows)
             elif stage.shuffled:
-                rows = rows.repartition(stage.plan.num_partitions, F.col("key"))
+                rows = rows.repartition(stage.plan.num_partitions, once("key", lambda: F.col("key")))
             # The task's partition as the stage sees it: inside a union of stages,
             # TaskContext.partitionId() counts the union's partitions instead.
-            rows = rows.withColumn(TASK_PARTITION, F.spark_partition_id())
+            rows = rows.withColumn(TASK_PARTITION, once(TASK_PARTITION, F.spark_partition_id))
             out = rows.mapInArrow(stage_function(stage.plan, batch_id, stream_time, self.metrics.add),
                                   SOURCE_DDL)
             if stage.readers > 1:
@@ -203,7 +210,7 @@ class BatchPlan:
                 out = out.persist(StorageLevel.MEMORY_AND_DISK)
             stage.output = out
             for topic in stage.writes:
-                outputs[topic] = out.where(F.col("topic") == topic)
+                outputs[topic] = out.where(once(("topic is", topic), lambda: F.col("topic") == topic))
             if not stage.readers:
                 terminal.append(out)
         terminal.extend(self._undecodable)
@@ -215,7 +222,8 @@ class BatchPlan:
     def _source_rows(self, source: DataFrame, node_name: str) -> DataFrame:
         """The batch's rows of one source node, through its Column chain if it has one."""
         node = self.topology.nodes[node_name]
-        rows = source.where(F.col("topic").isin(node.params["topics"]))
+        topics = tuple(node.params["topics"])
+        rows = source.where(once(("topic in", topics), lambda: F.col("topic").isin(list(topics))))
         chain = self.chains.get(node_name)
         if not chain:
             return rows

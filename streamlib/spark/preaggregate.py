@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from streamlib.config import StreamsConfig
 from streamlib.node_kinds import COUNT
+from streamlib.spark.exprs import once
 from streamlib.spark.lowerings import batch_lowering
 from streamlib.topology import Node, Topology
 
@@ -52,13 +53,21 @@ def count_lowering(topology: Topology, source: Node, count: Node,
 def preaggregate(rows: DataFrame, topic: str) -> DataFrame:
     """Repartition rows -> one row per key, hash-partitioned by key like
     ``repartition(n, "key")`` when ``spark.sql.shuffle.partitions`` is ``n``."""
+    aggregates = once("preaggregate", _aggregates)
+    output = once(("preaggregate", topic), lambda: _output(topic))
+    return rows.groupBy("key").agg(*aggregates).select(*output)
+
+
+def _aggregates() -> list[Column]:
     has_value = F.col("value").isNotNull()
-    return (rows.groupBy("key").agg(
-        F.count(F.lit(1)).alias("records"),
-        F.count("value").alias("weight"),
-        F.coalesce(F.max(F.when(has_value, F.col("timestamp"))), F.max("timestamp")).alias("timestamp"),
-        F.max_by("headers", F.struct("timestamp", "partition", "offset")).alias("headers"),
-        F.max(F.struct("partition", "offset")).alias("last"))
-        .select(F.lit(topic).alias("topic"), F.col("last.partition").alias("partition"),
-                F.col("last.offset").alias("offset"), "timestamp", "key",
-                F.lit(b"").cast("binary").alias("value"), "headers", "records", "weight"))
+    return [F.count(F.lit(1)).alias("records"),
+            F.count("value").alias("weight"),
+            F.coalesce(F.max(F.when(has_value, F.col("timestamp"))), F.max("timestamp")).alias("timestamp"),
+            F.max_by("headers", F.struct("timestamp", "partition", "offset")).alias("headers"),
+            F.max(F.struct("partition", "offset")).alias("last")]
+
+
+def _output(topic: str) -> list[Column]:
+    return [F.lit(topic).alias("topic"), F.col("last.partition").alias("partition"),
+            F.col("last.offset").alias("offset"), F.col("timestamp"), F.col("key"),
+            F.lit(b"").cast("binary").alias("value"), F.col("headers"), F.col("records"), F.col("weight")]

@@ -30,6 +30,7 @@ from streamlib.processors.base import ProcessorContext
 from streamlib.processors.io import DeserializationFailure, SourceProcessor
 from streamlib.processors.columnar import output_rows
 from streamlib.spark.daemon import forget_source_zips
+from streamlib.spark.exprs import once
 from streamlib.spark.sink import QUERY_ID_PROPERTY
 from streamlib.spark.source import BackendSpec
 from streamlib.spark.tasks import output_table, write_sinks
@@ -55,19 +56,26 @@ def _valid(column: str) -> Column:
 def decodable(node: Node, config: StreamsConfig) -> Optional[Column]:
     """A condition true for the source rows whose ``string()`` keys and values are valid
     UTF-8 (null is valid), or ``None`` if the source decodes nothing as a string."""
-    checks = [_valid(column) for column in _decodable_columns(node, config)]
-    return reduce(lambda a, b: a & b, checks) if checks else None
+    columns = tuple(_decodable_columns(node, config))
+    if not columns:
+        return None
+    return once(("decodable", columns), lambda: reduce(lambda a, b: a & b, [_valid(c) for c in columns]))
 
 
 def failure_message(node: Node, config: StreamsConfig) -> Column:
     """The ``fail`` handler's error for a bad row, worded like the Python path's."""
+    columns = tuple(_decodable_columns(node, config))
+    return once(("failure message", node.name, columns), lambda: _failure_message(node.name, columns))
+
+
+def _failure_message(node: str, columns: tuple[str, ...]) -> Column:
     which = F.lit("the value")
-    if "key" in _decodable_columns(node, config):
+    if "key" in columns:
         which = F.when(~_valid("key"), F.lit("the key")).otherwise(which)
     # On a line of its own, so translate() finds the class name at a line start.
     return F.concat(F.lit(f"\n{_FAILURE}: cannot deserialize the record at topic '"), F.col("topic"),
                     F.lit("' partition "), F.col("partition").cast("string"),
-                    F.lit(" offset "), F.col("offset").cast("string"), F.lit(f" in {node.name}: "), which,
+                    F.lit(" offset "), F.col("offset").cast("string"), F.lit(f" in {node}: "), which,
                     F.lit(" is not valid UTF-8 for string() (deserialization_exception_handler='fail')\n"))
 
 
@@ -100,18 +108,20 @@ def split_undecodable(rows: DataFrame, node: Node, config: StreamsConfig
     """``(rows for the Column steps, rows for the Python handler or None, the count of
     dropped rows to report or None)``, by the source's handler."""
     ok = decodable(node, config)
-    handler = config.deserialization_exception_handler
     if ok is None:
         return rows, None, None
+    handler = config.deserialization_exception_handler
+    key = (handler, node.name, tuple(_decodable_columns(node, config)))
     if handler == "fail":
-        return rows.where(F.when(ok, F.lit(True)).otherwise(F.raise_error(failure_message(node, config)))), \
-            None, None
+        guard = once(key, lambda: F.when(ok, F.lit(True)).otherwise(F.raise_error(failure_message(node, config))))
+        return rows.where(guard), None, None
     if handler == "log_and_continue":
         skipped = SkippedCount(node.name, f"streamlib_skipped_{node.name}")
-        first = F.min(F.when(~ok, F.struct("topic", "partition", "offset")))
-        observed = rows.observe(skipped.metric, F.count_if(~ok).alias("skipped"), first.alias("first"))
-        return observed.where(ok), None, skipped
-    return rows.where(ok), rows.where(~ok), None
+        count = once(key + ("count",), lambda: F.count_if(~ok).alias("skipped"))
+        first = once(key + ("first",), lambda: F.min(F.when(~ok, F.struct("topic", "partition", "offset")))
+                     .alias("first"))
+        return rows.observe(skipped.metric, count, first).where(ok), None, skipped
+    return rows.where(ok), rows.where(once(key, lambda: ~ok)), None
 
 
 def handle_undecodable(node: Node, config: StreamsConfig, backend: BackendSpec, batch_id: int,
