@@ -6,17 +6,18 @@ import sys
 
 import pyspark
 
-from streamlib.spark.daemon import strip_source_zips
+from streamlib.spark.daemon import strip_spark_archives
 
 INSTALLED = os.path.dirname(pyspark.__file__)
 ZIP = os.path.join(INSTALLED, "python", "lib", "pyspark.zip")
 PY4J = os.path.join(INSTALLED, "python", "lib", "py4j-0.10.9.9-src.zip")
+JAR = os.path.join(INSTALLED, "jars", "spark-core_2.13-4.1.1.jar")
 
 
 def test_zips_of_the_installed_pyspark_are_dropped(monkeypatch):
-    monkeypatch.setattr(sys, "path", [ZIP, PY4J, "/some/dir", *sys.path])
-    assert strip_source_zips() is True
-    assert ZIP not in sys.path and PY4J not in sys.path
+    monkeypatch.setattr(sys, "path", [ZIP, PY4J, "/some/dir", JAR, *sys.path])
+    assert strip_spark_archives() is True
+    assert ZIP not in sys.path and PY4J not in sys.path and JAR not in sys.path
     assert sys.path[0] == "/some/dir"
 
 
@@ -24,7 +25,7 @@ def test_zips_of_another_spark_home_are_kept(tmp_path, monkeypatch):
     # A different SPARK_HOME may hold another pyspark version: its zip must win.
     other = str(tmp_path / "python" / "lib" / "pyspark.zip")
     monkeypatch.setattr(sys, "path", [other, *sys.path])
-    assert strip_source_zips() is False
+    assert strip_spark_archives() is False
     assert sys.path[0] == other
 
 
@@ -37,7 +38,7 @@ def test_python_tasks_import_pyspark_from_site_packages(spark):
         import pyarrow as pa
         import pyspark as worker_pyspark
 
-        zips = [p for p in worker_sys.path if p.endswith(".zip") and "spark" in p or "py4j" in p]
+        zips = [p for p in worker_sys.path if "pyspark.zip" in p or "py4j" in p or "spark-core" in p]
         for _ in batches:
             yield pa.RecordBatch.from_pydict({"file": [worker_pyspark.__file__], "zips": [",".join(zips)]})
 
@@ -51,16 +52,17 @@ def test_a_worker_started_from_the_zip_stops_rereading_it(monkeypatch):
     # task start would re-read each of them.
     import zipimport
 
-    from streamlib.spark.daemon import forget_source_zips
+    from streamlib.spark.daemon import forget_spark_archives
 
     class FakeZipImporter(zipimport.zipimporter):
         def __init__(self):  # no archive needed: only its type and cache key matter
             pass
 
     FakeZipImporter.__name__ = "zipimporter"
-    entries = {f"{ZIP}/pyspark": FakeZipImporter(), f"{ZIP}/pyspark/sql": FakeZipImporter()}
-    monkeypatch.setattr(sys, "path", [ZIP, PY4J, *sys.path])
+    entries = {f"{ZIP}/pyspark": FakeZipImporter(), f"{ZIP}/pyspark/sql": FakeZipImporter(),
+               JAR: FakeZipImporter()}
+    monkeypatch.setattr(sys, "path", [ZIP, PY4J, JAR, *sys.path])
     monkeypatch.setattr(sys, "path_importer_cache", {**sys.path_importer_cache, **entries})
-    forget_source_zips()
-    assert ZIP not in sys.path and PY4J not in sys.path
+    forget_spark_archives()
+    assert ZIP not in sys.path and PY4J not in sys.path and JAR not in sys.path
     assert not set(entries) & set(sys.path_importer_cache)

@@ -18,7 +18,7 @@ from pyspark import TaskContext
 from streamlib.config import StreamsConfig
 from streamlib.runtime.task import Task
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, split_by_partition
-from streamlib.spark.daemon import forget_source_zips
+from streamlib.spark.daemon import forget_spark_archives
 from streamlib.spark.sink import QUERY_ID_PROPERTY
 from streamlib.spark.source import BackendSpec
 from streamlib.state import open_task_stores
@@ -60,7 +60,7 @@ def stage_function(plan: StagePlan, batch_id: int, stream_time: int,
     called once per task (an accumulator's ``add``)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        forget_source_zips()
+        forget_spark_archives()
         received = [b for b in batches if b.num_rows]
         if not received:  # no input, nothing to change: the stores stay as they are
             return
