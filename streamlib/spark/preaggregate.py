@@ -6,7 +6,13 @@ records the key had and their largest timestamp (see
 ``StreamCountProcessor.process_batch``). So a count fed by a repartition needs not
 the records themselves but, per key, how many there were: Spark aggregates them
 partially before its shuffle (as its own ``groupBy().count()`` does) and the task
-receives one row per key with ``records``/``weight`` columns.
+receives one row per key and distinct headers, with ``records``/``weight`` columns and
+the position of the group's last record (the task takes the headers of the key's
+last row in processing order).
+
+Headers are a grouping key, not an aggregate: every aggregation buffer is then a
+fixed-width number, so Spark aggregates in a hash map; an array in a buffer (as in
+``max_by(headers, ...)``) forces a sort of every input row instead.
 """
 from __future__ import annotations
 
@@ -51,23 +57,27 @@ def count_lowering(topology: Topology, source: Node, count: Node,
 
 
 def preaggregate(rows: DataFrame, topic: str) -> DataFrame:
-    """Repartition rows -> one row per key, hash-partitioned by key like
+    """Repartition rows -> one row per key and headers, hash-partitioned by key like
     ``repartition(n, "key")`` when ``spark.sql.shuffle.partitions`` is ``n``."""
     aggregates = once("preaggregate", _aggregates)
     output = once(("preaggregate", topic), lambda: _output(topic))
-    return rows.groupBy("key").agg(*aggregates).select(*output)
+    return rows.groupBy("key", "headers").agg(*aggregates).select(*output)
 
 
 def _aggregates() -> list[Column]:
     has_value = F.col("value").isNotNull()
+    # (partition, offset) order as one long: a Python task's offsets are a sequence
+    # below 2**33; a Column chain's are monotonically_increasing_id(), whose own upper
+    # bits are the partition, so the order holds for both.
+    position = F.shiftleft(F.col("partition").cast("long"), 33) + F.col("offset")
     return [F.count(F.lit(1)).alias("records"),
             F.count("value").alias("weight"),
             F.coalesce(F.max(F.when(has_value, F.col("timestamp"))), F.max("timestamp")).alias("timestamp"),
-            F.max_by("headers", F.struct("timestamp", "partition", "offset")).alias("headers"),
-            F.max(F.struct("partition", "offset")).alias("last")]
+            F.max_by("partition", position).alias("partition"),
+            F.max_by("offset", position).alias("offset")]
 
 
 def _output(topic: str) -> list[Column]:
-    return [F.lit(topic).alias("topic"), F.col("last.partition").alias("partition"),
-            F.col("last.offset").alias("offset"), F.col("timestamp"), F.col("key"),
-            F.lit(b"").cast("binary").alias("value"), F.col("headers"), F.col("records"), F.col("weight")]
+    return [F.lit(topic).alias("topic"), F.col("partition"), F.col("offset"), F.col("timestamp"),
+            F.col("key"), F.lit(b"").cast("binary").alias("value"), F.col("headers"), F.col("records"),
+            F.col("weight")]
