@@ -66,3 +66,18 @@ def test_a_worker_started_from_the_zip_stops_rereading_it(monkeypatch):
     forget_spark_archives()
     assert ZIP not in sys.path and PY4J not in sys.path and JAR not in sys.path
     assert not set(entries) & set(sys.path_importer_cache)
+
+
+def test_spark_submit_keeps_a_daemon_module_the_user_chose(tmp_path):
+    import subprocess
+    from pathlib import Path
+
+    script = tmp_path / "show.py"
+    script.write_text("from streamlib.spark.session import get_or_create_session\n"
+                      "spark = get_or_create_session()\n"
+                      "print('daemon:', spark.sparkContext.getConf().get('spark.python.daemon.module'))\n")
+    submit = Path(sys.executable).parent / "spark-submit"
+    done = subprocess.run([str(submit), "--master", "local[1]", "--conf", "spark.python.daemon.module=pyspark.daemon",
+                           str(script)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert "daemon: pyspark.daemon" in done.stdout, done.stderr[-2000:]

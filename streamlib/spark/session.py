@@ -46,8 +46,9 @@ def _configured(key: str, submitted: bool) -> bool:
     """Whether spark-submit (``--conf``, ``spark-defaults.conf``) already set ``key``."""
     if not submitted:
         return False
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
 
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM, whose conf we read
     return SparkConf().contains(key)
 
 
