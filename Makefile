@@ -11,7 +11,7 @@ include streamlib/versions.env
 
 .PHONY: test wordcount bench java jars kafka-up kafka-down clean faults
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py streamlib-spark-path.pth
 	@command -v $(PYTHON) >/dev/null || { echo "streamlib needs $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip

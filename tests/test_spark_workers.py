@@ -81,3 +81,29 @@ def test_spark_submit_keeps_a_daemon_module_the_user_chose(tmp_path):
                            str(script)], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert "daemon: pyspark.daemon" in done.stdout, done.stderr[-2000:]
+
+
+def test_any_process_spark_starts_imports_pyspark_from_site_packages():
+    # Spark's planner processes, streaming source runner and daemons start with the
+    # archives first on PYTHONPATH; the installed streamlib-spark-path.pth drops them.
+    import subprocess
+
+    show = "import sys, pyspark; print(pyspark.__file__); print([p for p in sys.path if 'spark' in p.lower()])"
+    done = subprocess.run([sys.executable, "-c", show],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([ZIP, PY4J, JAR])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [pyspark.__file__, "[]"]
+
+
+def test_another_spark_homes_zip_stays_first_at_process_start(tmp_path):
+    import shutil
+    import subprocess
+
+    other = tmp_path / "python" / "lib"
+    other.mkdir(parents=True)
+    shutil.copy(ZIP, other / "pyspark.zip")
+    show = "import sys; print([p for p in sys.path if p.endswith('pyspark.zip')])"
+    done = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(other / "pyspark.zip")})
+    assert done.stdout.strip() == repr([str(other / "pyspark.zip")]), done.stderr
