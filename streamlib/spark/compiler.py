@@ -25,6 +25,7 @@ from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chain
                                      without_columns)
 from streamlib.spark.source import BackendSpec
 from streamlib.spark.exprs import once
+from streamlib.spark.hashing import hash_partition
 from streamlib.spark.lowerings import BatchInput, is_column_step, stage_batch_input
 from streamlib.spark import preaggregate  # noqa: F401  (registers the count's batch lowering)
 from streamlib.spark.tasks import TASK_PARTITION, TICK_TOPIC, StagePlan, merge_metrics, stage_function
@@ -140,13 +141,11 @@ class BatchPlan:
 
     def tick_keys(self, n: int) -> list[bytes]:
         """For each partition ``p`` of ``n``, a key that Spark's hash partitioning (as in
-        ``repartition(n, "key")``) sends to ``p``: computed once by Spark itself."""
+        ``repartition(n, "key")``) sends to ``p`` (:mod:`streamlib.spark.hashing`)."""
         if n not in self._tick_keys:
-            candidates = (self.spark.range(0, 64 * n)
-                          .select(F.col("id").cast("string").cast("binary").alias("key"))
-                          .select("key", F.expr(f"pmod(hash(key), {n})").alias("p"))
-                          .groupBy("p").agg(F.min("key").alias("key")).collect())
-            keys = {row["p"]: bytes(row["key"]) for row in candidates}
+            keys: dict[int, bytes] = {}
+            for i in range(64 * n):
+                keys.setdefault(hash_partition(str(i).encode(), n), str(i).encode())
             if len(keys) != n:
                 raise RuntimeError(f"no tick key found for some of {n} partitions")
             self._tick_keys[n] = [keys[p] for p in range(n)]
