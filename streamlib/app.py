@@ -161,7 +161,9 @@ class Streams:
         from .spark.compiler import BatchPlan
         from .spark.shipping import ship_user_modules
         from .spark.source import BackendSpec
+        from .spark import kafka_source
         from .spark.stopping import quiet_stops
+        from .spark.stream_time_log import StreamTimeLog
 
         quiet_stops()
         backend_spec = BackendSpec.from_options(self._source_options())
@@ -169,6 +171,9 @@ class Streams:
         partitions = self._prepare_topics(backend)
         ship_user_modules(self.topology)
         self._plan = BatchPlan(self.spark, self.topology, self.config, backend_spec, partitions)
+        self._time_log = StreamTimeLog(self.config.resolved_checkpoint_location())
+        # Spark's Kafka source plans its own ends; there a batch always closes windows itself.
+        self._input_ends = None if kafka_source.is_kafka(self.config.bootstrap) else backend
         prepare_changelogs(self.topology, self.config, backend,
                            {stage.sub.id: stage.plan.num_partitions for stage in self._plan.stages})
         writer = (self._source_stream(backend).writeStream
@@ -241,7 +246,9 @@ class Streams:
         """One micro-batch: the records (internal batch :func:`data_pass`), then, if that
         moved the application's stream time past some time-aware task, a pass without
         records (:func:`time_pass`) that advances every task to it, so windows close
-        everywhere without waiting for new input (Spark's no-data batch)."""
+        everywhere without waiting for new input (Spark's no-data batch). Like Spark,
+        that pass is left out while more input is waiting: the next batch's records pass
+        advances every task first (:mod:`streamlib.spark.stream_time_log`)."""
         try:
             self._run_passes(df, batch_id)
         except Exception:
@@ -254,15 +261,32 @@ class Streams:
             raise batch_interrupted(batch_id) from None
 
     def _run_passes(self, df: Any, batch_id: int) -> None:
-        reports = self._run_pass(df, data_pass(batch_id), self._stream_time)
-        if self._plan.time_aware:
+        if not self._plan.time_aware:
+            reports = self._run_pass(df, data_pass(batch_id), self._stream_time)
+        else:
+            with self._lock:
+                logged = self._time_log.start_of(batch_id)
+                if logged is not None:   # a restart, or a re-run of a failed batch
+                    self._stream_time = logged
+                before = self._stream_time
+            reports = self._run_pass(df, data_pass(batch_id), before)
             behind = [m for m in reports.values()
                       if m.get("time_aware") and m.get("stream_time", -1) < self._stream_time]
-            if behind:
+            if behind and not self._input_waiting(batch_id):
                 reports = {**reports, **self._run_pass(df.limit(0), time_pass(batch_id), self._stream_time)}
+            self._time_log.record(batch_id, before, self._stream_time)
         with self._lock:
             self._last_batch = batch_id
         self._interactive().committed(time_pass(batch_id), reports)
+
+    def _input_waiting(self, batch_id: int) -> bool:
+        """Whether the source holds records past this batch's end (so a next batch comes)."""
+        from .spark.stream_time_log import input_waiting, planned_end
+
+        if self._input_ends is None:
+            return False
+        end = planned_end(self.config.resolved_checkpoint_location(), batch_id)
+        return input_waiting(end, self._input_ends)
 
     def _run_pass(self, df: Any, internal_batch: int, stream_time: int) -> dict[str, dict]:
         self._plan.run(df, internal_batch, stream_time)

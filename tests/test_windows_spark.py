@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import random
 import shutil
+import time
+from datetime import timedelta
 
 import pytest
 
 from streamlib import (Consumed, EmitStrategy, Materialized, Produced, Serdes, SessionWindows, SlidingWindows,
-                       StreamsBuilder, Suppressed, TimeWindows)
+                       Streams, StreamsBuilder, Suppressed, TimeWindows)
 from both_engines import Input, Outcome, run_both, run_driver, run_spark
 from engine import Workspace
 
@@ -164,3 +166,44 @@ def test_restart_emits_each_final_result_once(spark, tmp_path, lose_state):
                          {"final": (WINDOWED, L)}, max_records_per_batch=50)
     assert sorted(finals, key=repr) == sorted(
         [(w, n) for w, n, _, _ in expected.outputs["final"]], key=repr)
+
+
+def produce_to_partitions(workspace: Workspace, records: list[tuple]) -> None:
+    """``records``: (key, timestamp, partition), into a 2-partition ``events`` topic."""
+    workspace.backend.create_topic("events", partitions=2, exist_ok=True)
+    for key, ts, partition in records:
+        workspace.backend.produce("events", key=key.encode(), value=b"v", timestamp=ts, partition=partition)
+    workspace.backend.flush()
+
+
+def test_restart_after_a_batch_that_left_input_waiting(spark, tmp_path):
+    """Batch 0 moves stream time to 5000 on partition 0's task while partition 1's task
+    is at 100 and its next record (at 150) is already waiting: like Spark, no pass without
+    records runs then, and the next batch advances every task before its records. A
+    restart between the two must do the same: window [0, 1000) of "b" closes with 1,
+    and the record at 150 is late."""
+    records = [("z", 5000, 0), ("b", 100, 1), ("b", 150, 1)]
+    stopped = Workspace(tmp_path / "stopped")
+    produce_to_partitions(stopped, records)
+    app = Streams(final_counts_topology(), stopped.config(max_records_per_batch=2,
+                                                          commit_interval=timedelta(seconds=60)), spark=spark)
+    app.start()
+    deadline = time.monotonic() + 120
+    while app.metrics()["last_batch"] is None:
+        assert time.monotonic() < deadline and app.is_running, "batch 0 did not run"
+        time.sleep(0.1)
+    first = app.metrics()
+    app.stop()
+    assert stopped.read("final", WINDOWED, L) == []
+    assert first["stream_time"] == 5000
+    app = stopped.run(spark, final_counts_topology(), max_records_per_batch=2)
+    dropped = app.metrics()["dropped_records"]
+    finals = {(w.key, w.window.start): n for w, n, _ in stopped.read("final", WINDOWED, L)}
+    assert finals == {("b", 0): 1}
+    assert dropped == 1
+
+    uninterrupted = Workspace(tmp_path / "uninterrupted")
+    produce_to_partitions(uninterrupted, records)
+    uninterrupted.run(spark, final_counts_topology(), max_records_per_batch=2)
+    assert finals == {(w.key, w.window.start): n
+                      for w, n, _ in uninterrupted.read("final", WINDOWED, L)}
