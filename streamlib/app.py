@@ -171,14 +171,16 @@ class Streams:
         partitions = self._prepare_topics(backend)
         ship_user_modules(self.topology)
         self._plan = BatchPlan(self.spark, self.topology, self.config, backend_spec, partitions)
-        self._time_log = StreamTimeLog(self.config.resolved_checkpoint_location())
-        # Spark's Kafka source plans its own ends; there a batch always closes windows itself.
-        self._input_ends = None if kafka_source.is_kafka(self.config.bootstrap) else backend
+        self._checkpoint = self.config.resolved_checkpoint_location()
+        self._time_log = StreamTimeLog(self._checkpoint)
+        # A Kafka log end may count transaction markers past the last record: there a
+        # batch always closes windows itself rather than trust "more input is waiting".
+        self._input_backend = None if kafka_source.is_kafka(self.config.bootstrap) else backend
         prepare_changelogs(self.topology, self.config, backend,
                            {stage.sub.id: stage.plan.num_partitions for stage in self._plan.stages})
         writer = (self._source_stream(backend).writeStream
                   .queryName(self.config.application_id)
-                  .option("checkpointLocation", self.config.resolved_checkpoint_location())
+                  .option("checkpointLocation", self._checkpoint)
                   .foreachBatch(self._run_batch)
                   .trigger(**trigger))
         self._interactive().starting(self.metrics)
@@ -261,15 +263,9 @@ class Streams:
             raise batch_interrupted(batch_id) from None
 
     def _run_passes(self, df: Any, batch_id: int) -> None:
-        if not self._plan.time_aware:
-            reports = self._run_pass(df, data_pass(batch_id), self._stream_time)
-        else:
-            with self._lock:
-                logged = self._time_log.start_of(batch_id)
-                if logged is not None:   # a restart, or a re-run of a failed batch
-                    self._stream_time = logged
-                before = self._stream_time
-            reports = self._run_pass(df, data_pass(batch_id), before)
+        before = self._start_of(batch_id)
+        reports = self._run_pass(df, data_pass(batch_id), before)
+        if self._plan.time_aware:
             behind = [m for m in reports.values()
                       if m.get("time_aware") and m.get("stream_time", -1) < self._stream_time]
             if behind and not self._input_waiting(batch_id):
@@ -279,14 +275,22 @@ class Streams:
             self._last_batch = batch_id
         self._interactive().committed(time_pass(batch_id), reports)
 
+    def _start_of(self, batch_id: int) -> int:
+        """The stream time a batch starts from: after a restart, or in a re-run of a
+        failed batch, the one the time log holds for it."""
+        with self._lock:
+            logged = self._time_log.start_of(batch_id) if self._plan.time_aware else None
+            if logged is not None:
+                self._stream_time = logged
+            return self._stream_time
+
     def _input_waiting(self, batch_id: int) -> bool:
         """Whether the source holds records past this batch's end (so a next batch comes)."""
         from .spark.stream_time_log import input_waiting, planned_end
 
-        if self._input_ends is None:
+        if self._input_backend is None:
             return False
-        end = planned_end(self.config.resolved_checkpoint_location(), batch_id)
-        return input_waiting(end, self._input_ends)
+        return input_waiting(planned_end(self._checkpoint, batch_id), self._input_backend)
 
     def _run_pass(self, df: Any, internal_batch: int, stream_time: int) -> dict[str, dict]:
         self._plan.run(df, internal_batch, stream_time)

@@ -36,26 +36,31 @@ class StreamTimeLog:
 
     def __init__(self, checkpoint: str) -> None:
         self.path = Path(checkpoint) / "streamlib" / "stream-time.json"
+        # Read once: a query's batches run one after another in this process, and a
+        # re-run of a failed batch comes only with the next start (a new log).
+        try:
+            self._entry: Optional[dict[str, int]] = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            self._entry = None
 
     def start_of(self, batch_id: int) -> Optional[int]:
         """The stream time micro-batch ``batch_id`` starts from, if this log knows it:
         the one it ran with before (a re-run), or the one its predecessor ended with."""
-        try:
-            entry = json.loads(self.path.read_text())
-        except FileNotFoundError:
+        if self._entry is None:
             return None
-        if entry["batch"] == batch_id:
-            return int(entry["before"])
-        if entry["batch"] == batch_id - 1:
-            return int(entry["after"])
+        if self._entry["batch"] == batch_id:
+            return int(self._entry["before"])
+        if self._entry["batch"] == batch_id - 1:
+            return int(self._entry["after"])
         return None
 
     def record(self, batch_id: int, before: int, after: int) -> None:
         """Remember that ``batch_id`` ran from stream time ``before`` to ``after``
         (atomically: a kill leaves the old entry or the new one)."""
+        self._entry = {"batch": batch_id, "before": before, "after": after}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps({"batch": batch_id, "before": before, "after": after}))
+        temporary.write_text(json.dumps(self._entry))
         os.replace(temporary, self.path)
 
 
