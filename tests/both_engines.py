@@ -107,11 +107,12 @@ def run_both(spark: Any, root: Path, build: Callable[[], Topology], inputs: list
 def assert_engines_agree(driver: Outcome, spark: Outcome, outputs: Optional[Outputs] = None,
                          every_update: bool = False) -> None:
     """Same final stores and same final output tables; with ``every_update`` (no
-    caching) also the same sequence of updates per key on every output topic."""
+    caching) also the same sequence of updates per key on every output topic.
+    ``outputs`` names the topics to compare (None: all the driver wrote; empty: none)."""
     assert spark.stores.keys() == driver.stores.keys()
     for name, content in driver.stores.items():
         assert spark.stores[name] == content, name
-    for topic in outputs or driver.outputs:
+    for topic in driver.outputs if outputs is None else outputs:
         final = spark.final(topic)
         assert final == driver.final(topic), f"{topic}: Spark {final} != driver {driver.final(topic)}"
         if every_update:

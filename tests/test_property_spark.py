@@ -24,6 +24,12 @@ OUTPUTS = {"sums-out": (S, I), "mod-out": (S, I)}
 @given(events=records, rows=records, cached=st.booleans())
 @example(events=[(None, None, 0), ("ab", 3, 5)], rows=[("c", 12, 44), ("ba", -5, 39), ("ba", None, 14)],
          cached=False)
+# Cached: the driver's commits fall elsewhere than Spark's batches, so a group added and
+# removed within one of them reaches one engine's output only (found by CI, 2026-11-25).
+@example(events=[("ba", 16, 48), ("a", -4, 43)],
+         rows=[(None, None, 0), ("ba", None, 22), (None, None, 3), ("ab", None, 6), (None, -2, 28),
+               ("ab", None, 4), (None, None, 4), ("a", -20, 21), ("a", None, 50), (None, 8, 14)],
+         cached=True)
 def test_spark_matches_the_driver_and_a_plain_python_model(spark, events, rows, cached):
     inputs = [Input("events", events, partitions=2, value_serde=I),
               Input("rows", rows, partitions=2, value_serde=I)]
