@@ -96,6 +96,22 @@ def test_streaming_read_resumes_from_checkpoint_exactly_once(spark, log, tmp_pat
     assert spark_rows(both) == expected_rows(log, ["s"])
 
 
+def test_streaming_batch_plans_a_read_task_only_for_partitions_with_new_records(log):
+    """Like Spark's Kafka source: an empty range would still cost a Python read task."""
+    from streamlib.spark.source import SourceOptions, TopicRange, TopicStreamReader
+
+    fill(log, "s", [3, 0, 2, 1])
+    reader = TopicStreamReader(SourceOptions.parse({"bootstrap": log.url, "topics": "s"}))
+    start = reader.initialOffset()
+    end = reader.latestOffset()
+    assert reader.partitions(start, end) == [TopicRange("s", 0, 0, 3), TopicRange("s", 2, 0, 2),
+                                             TopicRange("s", 3, 0, 1)]
+    log.append("s", 2, records_to_arrow([(b"k", b"v", 5, ())]))
+    later = reader.latestOffset()
+    assert reader.partitions(end, later) == [TopicRange("s", 2, 2, 3)]
+    assert reader.partitions(later, later) == []
+
+
 def test_unknown_topic_is_named_in_the_error(spark, log):
     fill(log, "known", [1])
     with pytest.raises(Exception, match="unknown topic 'nope'"):

@@ -1,7 +1,8 @@
 """The ``streamlib`` Spark data source: topics as batch and streaming DataFrames.
 
 One Spark input partition per topic partition (topics in the given order, partitions
-ascending; empty ranges included so partition indexes stay stable), unless
+ascending; a batch read keeps empty ranges, so its partition indexes are stable, and a
+micro-batch leaves them out, as Spark's Kafka source does), unless
 ``minPartitions`` or ``maxRecordsPerPartition`` ask for large ranges to be split (as in
 Spark's Kafka source): then a topic partition's range may be read by several Spark
 tasks, each in offset order. Streaming offsets are ``{topic: {partition: next_offset}}``
@@ -377,7 +378,9 @@ class TopicStreamReader(DataSourceStreamReader):
         check_within_log(canonical(end, self.options.topics), self.options.resolve("latest"),
                          self.options.application_id)
         self._next_start = canonical(end, self.options.topics)
-        return plan_reads(self.options, start, end)
+        # Only ranges with records, as Spark's Kafka source plans them: each range is a
+        # Python read task, and a small batch often touches one partition of many.
+        return [r for r in plan_reads(self.options, start, end) if r.end > r.start]
 
     def read(self, partition: TopicRange) -> Iterator[pa.RecordBatch]:
         return read_range(self.options.backend, partition, self.columns)
