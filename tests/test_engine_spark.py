@@ -131,3 +131,19 @@ def test_keys_stay_in_their_task_when_batch_sizes_change(spark, ws):
     assert len(stored) == len({k for k, _ in stored}), "each key lives in exactly one task's store"
     assert dict(stored) == dict(python_count(big + tiny))
     app.stop()
+
+
+def test_one_spark_task_per_core_runs_each_of_its_stage_tasks_on_its_own_store(spark, ws):
+    # The test session is local[2] with spark.default.parallelism 2: the count's four
+    # tasks run in two Spark tasks, two each, every one on its own store partition.
+    lines = random_lines(2000, 5)
+    ws.produce("lines", [(None, line) for line in lines], partitions=4)
+    app = ws.run(spark, wordcount_topology())
+    assert "Coalesce 2" in app.explain()
+    counting = sorted(task for task, m in app.metrics()["tasks"].items() if m.get("stores", {}).get("counts"))
+    assert len(counting) == 4
+    stored = list(app.store("counts").all())
+    assert len(stored) == len({k for k, _ in stored}), "each key lives in exactly one task's store"
+    assert dict(stored) == dict(python_count(lines))
+    assert latest_per_key(ws.read("counts-out", value_serde=Serdes.long())) == dict(python_count(lines))
+    app.stop()

@@ -4,7 +4,9 @@ Each sub-topology is a stage: its input is the batch's rows of its source topics
 plus the rows upstream stages emitted for its repartition topics; a stateful stage
 (or one behind a repartition) first shuffles its input by key into
 ``num_partitions`` Spark partitions — the role of Kafka Streams' repartition topic —
-and then runs one streamlib ``Task`` per partition inside ``mapInArrow``. Stateless
+and then runs one streamlib ``Task`` per partition inside ``mapInArrow`` (with more
+partitions than Spark has cores, each Spark task runs its share of them in turn: a
+Python task costs tens of ms before any row, so a batch pays one per core). Stateless
 steps of a sub-topology are fused into that one Arrow map. Rows bound for sink
 topics are appended by the tasks themselves, idempotently per (task, batch).
 """
@@ -91,6 +93,8 @@ class BatchPlan:
         self.config = config
         self.backend = backend
         self.num_partitions = config.num_partitions or input_partitions
+        #: Spark's task slots (local[2]: 2)
+        self.cores = spark.sparkContext.defaultParallelism
         internal = frozenset(t for sub in topology.subtopologies for t in sub.repartition_inputs)
         self.internal_topics = internal
         self.chains = column_chains(topology, config)
@@ -210,6 +214,10 @@ class BatchPlan:
             # The task's partition as the stage sees it: inside a union of stages,
             # TaskContext.partitionId() counts the union's partitions instead.
             rows = rows.withColumn(TASK_PARTITION, once(TASK_PARTITION, F.spark_partition_id))
+            if stage.shuffled and stage.plan.num_partitions > self.cores:
+                # A Python task costs 50-70 ms even without rows: one per core, each
+                # running its share of the stage's tasks, not waves of them.
+                rows = rows.coalesce(self.cores)
             out = rows.mapInArrow(stage_function(stage.plan, batch_id, stream_time, self.metrics.add),
                                   SOURCE_DDL)
             if stage.readers > 1:

@@ -64,15 +64,10 @@ def stage_function(plan: StagePlan, batch_id: int, stream_time: int,
         received = [b for b in batches if b.num_rows]
         if not received:  # no input, nothing to change: the stores stay as they are
             return
-        partition = received[0].column(TASK_PARTITION)[0].as_py()
         table = pa.Table.from_batches(received)
         # Spark's batches differ from STAGE_SCHEMA only in nullability and list field
         # names, plus the columns a batch lowering added (spark/lowerings.py).
         rows = table.select(STAGE_SCHEMA.names).cast(STAGE_SCHEMA)
-        ticks = pc.equal(rows.column("topic"), TICK_TOPIC)
-        if pc.any(ticks).as_py():
-            keep = pc.invert(ticks)
-            table, rows = table.filter(keep), rows.filter(keep)
         for name in table.column_names:
             if name not in STAGE_SCHEMA.names and name != TASK_PARTITION:
                 rows = rows.append_column(name, table.column(name))
@@ -81,14 +76,34 @@ def stage_function(plan: StagePlan, batch_id: int, stream_time: int,
         # again while the output topics remain.
         query_id = TaskContext.get().getLocalProperty(QUERY_ID_PROPERTY)
         sink_producer = f"{plan.config.application_id}/{query_id}"
-        # The batch's changelog and sink appends become durable together, before the
-        # task reports its batch done (one round of fsyncs, not one per append).
-        with plan.backend.open().group_commit():
-            output, metrics = run_task(plan, batch_id, partition, rows, sink_producer, stream_time)
-        report({"tasks": {f"{plan.sub_id}_{partition}": metrics}})
-        yield from output.to_batches()
+        for partition, task_rows in split_by_task(rows, table.column(TASK_PARTITION)):
+            # The batch's changelog and sink appends become durable together, before
+            # the task reports its batch done (one round of fsyncs, not one per append).
+            with plan.backend.open().group_commit():
+                output, metrics = run_task(plan, batch_id, partition, task_rows, sink_producer, stream_time)
+            report({"tasks": {f"{plan.sub_id}_{partition}": metrics}})
+            yield from output.to_batches()
 
     return run
+
+
+def split_by_task(rows: pa.Table, partitions: pa.ChunkedArray) -> Iterator[tuple[int, pa.Table]]:
+    """``(task partition, its rows)`` for each task in ``partitions`` (one per row of
+    ``rows``), in order of first appearance; a task's only row may be its tick (it then
+    gets no rows). One Spark task may run several streamlib tasks: the compiler
+    coalesces a stage's partitions to the cores there are (see the compiler).
+
+    >>> rows = pa.table({"topic": ["t", TICK_TOPIC, "t"], "offset": [0, 0, 1]})
+    >>> [(p, t.column("offset").to_pylist()) for p, t in split_by_task(rows, pa.chunked_array([[3, 1, 3]]))]
+    [(3, [0, 1]), (1, [])]
+    """
+    records = pc.not_equal(rows.column("topic"), TICK_TOPIC)
+    tasks = pc.unique(partitions).to_pylist()
+    if len(tasks) == 1:   # the usual case: spare the copy
+        yield tasks[0], rows if pc.all(records).as_py() else rows.filter(records)
+        return
+    for partition in tasks:
+        yield partition, rows.filter(pc.and_(pc.equal(partitions, partition), records))
 
 
 def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
