@@ -19,16 +19,9 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
 }
 
-#: Set on every session streamlib creates, spark-submit's included, unless already configured:
-#: Spark's Python daemon minus pyspark's source zip on the path (see
-#: :mod:`streamlib.spark.daemon`), and Unix domain sockets between the JVM and its Python
-#: workers. Over TCP each Python task waited about 40 ms for its first Arrow batch (a
-#: one-row ``mapInArrow`` job took 114 ms, 72 ms over a Unix socket); every micro-batch
-#: runs two rounds of Python tasks.
-WORKER_SETTINGS: dict[str, str] = {
-    "spark.python.daemon.module": "streamlib.spark.daemon",
-    "spark.python.unix.domain.socket.enabled": "true",
-}
+#: Spark's Python daemon, minus pyspark's source zip on the path (see :mod:`streamlib.spark.daemon`).
+#: Set on every session streamlib creates, spark-submit's included, unless already configured.
+DAEMON_MODULE = ("spark.python.daemon.module", "streamlib.spark.daemon")
 
 
 def register_data_sources(spark: SparkSession) -> SparkSession:
@@ -86,9 +79,8 @@ def get_or_create_session(master: Optional[str] = None, app_name: str = "streaml
             # interpreter, the one with streamlib installed, not the first `python3`
             # on PATH; the JVM and its workers inherit the environment.
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        for key, value in WORKER_SETTINGS.items():
-            if not _configured(key, submitted):
-                settings[key] = value
+        if not _configured(DAEMON_MODULE[0], submitted):
+            settings[DAEMON_MODULE[0]] = DAEMON_MODULE[1]
         settings.update(conf or {})
         if master is not None:
             settings["spark.master"] = master
