@@ -16,9 +16,10 @@ import pyarrow.compute as pc
 from streamlib.topics.base import APPEND_SCHEMA, HEADER_TYPE, RECORD_SCHEMA
 from streamlib.topics.partitioner import partition_array
 
-#: Spark DDL of the rows the source produces.
+#: Spark DDL of a record's headers, and of the rows the source produces.
+HEADERS_DDL = "array<struct<key:string,value:binary>>"
 SOURCE_DDL = ("topic string, partition int, offset long, timestamp long, key binary, "
-              "value binary, headers array<struct<key:string,value:binary>>")
+              f"value binary, headers {HEADERS_DDL}")
 SOURCE_ARROW_SCHEMA = pa.schema([("topic", pa.string()), ("partition", pa.int32()),
                                  *RECORD_SCHEMA])
 #: Columns the sink understands; ``value`` is required, the others optional.

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.storagelevel import StorageLevel
 
 from streamlib.config import StreamsConfig
-from streamlib.spark.arrow import SOURCE_DDL
+from streamlib.spark.arrow import HEADERS_DDL, SOURCE_DDL
 from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chains, repartition_rows,
                                      without_columns)
 from streamlib.spark.source import BackendSpec
@@ -170,7 +170,7 @@ class BatchPlan:
                 F.lit(TICK_TOPIC).alias("topic"), partition.alias("partition"),
                 F.lit(0).cast("long").alias("offset"), F.lit(-1).cast("long").alias("timestamp"),
                 F.element_at(keys, partition + 1).alias("key"), F.lit(None).cast("binary").alias("value"),
-                F.array().cast("array<struct<key:string,value:binary>>").alias("headers"))
+                F.array().cast(HEADERS_DDL).alias("headers"))
         return self._tick_frames[key]
 
     def build(self, source: DataFrame, batch_id: int, stream_time: int = -1) -> DataFrame:

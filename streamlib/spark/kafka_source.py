@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from streamlib import jvm
+from streamlib.spark.arrow import HEADERS_DDL
 from streamlib.topics import parse_url
 
 #: librdkafka settings with no Java consumer counterpart (or set here): not passed on.
@@ -91,7 +92,7 @@ def read_kafka_stream(spark: SparkSession, bootstrap: str, partitions: Mapping[s
         F.col("topic"), F.col("partition").cast("int").alias("partition"), F.col("offset"),
         F.unix_millis(F.col("timestamp")).alias("timestamp"), F.col("key"), F.col("value"),
         # Spark's source gives null where a record has no headers; ours an empty list.
-        F.coalesce(F.col("headers"), F.array().cast("array<struct<key:string,value:binary>>"))
+        F.coalesce(F.col("headers"), F.array().cast(HEADERS_DDL))
         .alias("headers"))
 
 
