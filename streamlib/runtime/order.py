@@ -7,8 +7,6 @@ re-run of a batch processes the same records in the same order.
 """
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,11 +27,14 @@ def processing_order(table: pa.Table) -> np.ndarray:
     origin = topic_ids.astype(np.int64) * (1 << 32) + partitions.astype(np.int64)
     starts = np.flatnonzero(np.r_[True, origin[1:] != origin[:-1]])
     ends = np.r_[starts[1:], len(origin)]
-    runs = [((int(timestamps[i]), i) for i in range(s, e)) for s, e in zip(starts, ends)]
-    # heapq.merge takes the smallest head next: exactly the greedy rule, even when a
-    # run's timestamps are out of order; ties go to the earlier run.
-    merged = [i for _, i in heapq.merge(*runs, key=lambda item: item[0])]
-    return by_origin[np.asarray(merged, dtype=np.int64)]
+    # The greedy merge cannot take a record before the ones ahead of it in its run, so
+    # a record competes with the largest timestamp up to it in its run: the greedy
+    # order is a stable sort by that running maximum (ties: earlier run, then offset),
+    # even when a run's timestamps are out of order.
+    entry = np.empty_like(timestamps)
+    for start, end in zip(starts, ends):
+        np.maximum.accumulate(timestamps[start:end], out=entry[start:end])
+    return by_origin[np.argsort(entry, kind="stable")]
 
 
 def _single_origin(topics: pa.ChunkedArray, partitions: np.ndarray) -> bool:
