@@ -107,3 +107,22 @@ def test_another_spark_homes_zip_stays_first_at_process_start(tmp_path):
     done = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(other / "pyspark.zip")})
     assert done.stdout.strip() == repr([str(other / "pyspark.zip")]), done.stderr
+
+
+def test_the_daemon_imports_what_tasks_need_before_it_forks_workers(spark):
+    # Observed in the daemon itself (the worker's parent): its memory maps hold the
+    # native libraries of pandas, pyarrow's compute and rocksdict, so a fresh worker
+    # starts with them instead of importing them in its first task.
+    def parent_maps(batches):
+        import os as worker_os
+
+        import pyarrow as pa
+
+        with open(f"/proc/{worker_os.getppid()}/maps") as maps:
+            text = maps.read()
+        found = [lib for lib in ("pandas/_libs", "pyarrow/_compute", "rocksdict") if lib in text]
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict({"found": [",".join(found)]})
+
+    rows = spark.range(1, numPartitions=1).mapInArrow(parent_maps, "found string").collect()
+    assert [r.found for r in rows] == ["pandas/_libs,pyarrow/_compute,rocksdict"]
