@@ -7,13 +7,13 @@ import os
 from datetime import timedelta
 
 from streamlib import Streams
-from streamlib.state.cache import _locked_elsewhere
+from streamlib.state.rocksdb import lock_held_elsewhere
 from engine import Workspace, python_count, wordcount_topology
 
 
 def held_locks(state_dir: str) -> list[str]:
     """The task stores' RocksDB LOCK files some other process (a Python worker) holds."""
-    return [lock for lock in glob.glob(os.path.join(state_dir, "*", "*", "LOCK")) if _locked_elsewhere(lock)]
+    return [lock for lock in glob.glob(os.path.join(state_dir, "*", "*", "LOCK")) if lock_held_elsewhere(lock)]
 
 
 def started(spark, ws: Workspace, application_id: str) -> Streams:

@@ -94,3 +94,34 @@ def test_an_interrupted_drop_leaves_no_garbage(tmp_path):
     with open_task_stores(task_dir, [SPEC]):
         pass
     assert sorted(os.listdir(task_dir)) == ["__task_meta", "counts"]
+
+
+def test_a_pause_ends_when_the_other_process_lets_go_of_the_lock(tmp_path):
+    from streamlib.state.rocksdb import _pause, lock_held_elsewhere
+
+    proc = hold_lock(tmp_path / "task", 0.5)
+    lock = str(tmp_path / "task" / "counts" / "LOCK")
+    assert lock_held_elsewhere(lock)
+    started = time.monotonic()
+    _pause(60.0, lock)   # would sleep a minute if it did not watch the lock
+    assert time.monotonic() - started < 30
+    assert proc.wait() == 0 and not lock_held_elsewhere(lock)
+
+
+def test_a_second_open_in_the_same_process_times_out_and_leaves_the_first_holding_the_lock(tmp_path):
+    # The pause must not look at a LOCK this process holds: the descriptor it would
+    # open and close to ask would drop the first handle's POSIX lock.
+    from streamlib.state.rocksdb import RocksDB
+
+    path = str(tmp_path / "db")
+    first = RocksDB.open(path)
+    try:
+        with pytest.raises(StoreLockTimeout, match="db"):
+            RocksDB.open(path, lock_timeout=0.2)
+        ask = ("import sys; from streamlib.state.rocksdb import lock_held_elsewhere; "
+               "print(lock_held_elsewhere(sys.argv[1]))")
+        out = subprocess.run([sys.executable, "-c", ask, os.path.join(path, "LOCK")], capture_output=True,
+                             text=True, check=True).stdout
+        assert out.strip() == "True"
+    finally:
+        first.close()

@@ -29,20 +29,18 @@ behind while another host ran the task is brought up to date.
 """
 from __future__ import annotations
 
-import fcntl
 import os
-import struct
 import threading
 import time
 from typing import Callable, Hashable, Optional
 
-from streamlib.state.rocksdb import db_identity
+from streamlib.state.rocksdb import db_identity, lock_held_elsewhere
 from streamlib.state.task import RELEASE_REQUEST, TaskStores
 
 #: Seconds an unused cached entry stays open (with no request to release it).
 DEFAULT_LEASE = 30.0
 #: Seconds between the reaper's looks for release requests.
-POLL_INTERVAL = 0.01
+POLL_INTERVAL = 0.005
 
 
 class _Entry:
@@ -206,7 +204,7 @@ def release_everywhere(state_dir: str, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     try:
         while True:
-            held = [lock for lock in locks if _locked_elsewhere(lock)]
+            held = [lock for lock in locks if lock_held_elsewhere(lock)]
             if not held:
                 return True
             if time.monotonic() >= deadline:
@@ -219,17 +217,3 @@ def release_everywhere(state_dir: str, timeout: float = 10.0) -> bool:
                 os.remove(request)
             except FileNotFoundError:
                 pass
-
-
-def _locked_elsewhere(path: str) -> bool:
-    """Whether another process holds a POSIX write lock on ``path`` (RocksDB's LOCK)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        query = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
-        answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
-        return struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK
-    finally:
-        os.close(fd)

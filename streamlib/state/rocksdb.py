@@ -11,7 +11,9 @@ through short-lived iterators.
 """
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
 import time
 from itertools import islice
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence
@@ -22,6 +24,8 @@ from streamlib.state.bounds import Bounds
 
 META_CF = "streamlib"
 _SCAN_PAGE = 1024
+#: Seconds between looks at a LOCK another process was asked to release.
+_LOCK_POLL = 0.002
 
 
 class StoreLockTimeout(TimeoutError):
@@ -41,9 +45,12 @@ def _is_lock_error(exc: Exception) -> bool:
 
 
 def _retry_open(open_db: Callable[[], Rdict], retryable: Callable[[Exception], bool],
-                timeout: float, what: str, on_wait: Optional[Callable[[], None]] = None) -> Rdict:
+                timeout: float, what: str, on_wait: Optional[Callable[[], None]] = None,
+                lock_file: Optional[str] = None) -> Rdict:
     """Call ``open_db`` until it succeeds, backing off while the error is ``retryable``
-    (calling ``on_wait()`` before each pause)."""
+    (calling ``on_wait()`` before each pause). While another process holds
+    ``lock_file``, a pause ends as soon as it lets go: a holder asked to release its
+    stores does so within milliseconds, and the backoff alone would oversleep that."""
     deadline = time.monotonic() + timeout
     pause = 0.005
     while True:
@@ -56,8 +63,37 @@ def _retry_open(open_db: Callable[[], Rdict], retryable: Callable[[Exception], b
                 raise StoreLockTimeout(f"gave up opening {what} after {timeout:g}s: {exc}") from exc
             if on_wait is not None:
                 on_wait()
-            time.sleep(pause)
+            # Never ask about a lock this process holds: closing the descriptor the
+            # question needs would drop that lock (POSIX).
+            held_here = "current process" in str(exc)
+            _pause(pause, None if lock_file is None or held_here else lock_file)
             pause = min(pause * 2, 0.1)
+
+
+def _pause(seconds: float, lock_file: Optional[str]) -> None:
+    """Sleep ``seconds``, or until no other process holds ``lock_file`` any more."""
+    end = time.monotonic() + seconds
+    if lock_file is None or not lock_held_elsewhere(lock_file):
+        time.sleep(seconds)
+        return
+    while (left := end - time.monotonic()) > 0 and lock_held_elsewhere(lock_file):
+        time.sleep(min(_LOCK_POLL, left))
+
+
+def lock_held_elsewhere(path: str) -> bool:
+    """Whether another process holds a POSIX write lock on ``path`` (RocksDB's LOCK).
+    Not for a process that may hold that lock itself: closing the descriptor this
+    opens drops every POSIX lock the process has on the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        query = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+        return struct.unpack("hhqqi4x", answer)[0] != fcntl.F_UNLCK
+    finally:
+        os.close(fd)
 
 
 def db_identity(path: str | os.PathLike) -> Optional[bytes]:
@@ -88,7 +124,8 @@ class RocksDB:
         path = os.fspath(path)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         db = _retry_open(lambda: Rdict(path, _options(), column_families={META_CF: _options()}),
-                         _is_lock_error, lock_timeout, f"state store {path} (RocksDB LOCK held)", on_wait)
+                         _is_lock_error, lock_timeout, f"state store {path} (RocksDB LOCK held)", on_wait,
+                         os.path.join(path, "LOCK"))
         return cls(db, path)
 
     @classmethod
