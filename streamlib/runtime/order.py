@@ -16,15 +16,16 @@ def processing_order(table: pa.Table) -> np.ndarray:
     """Row indices of ``table`` (columns topic, partition, offset, timestamp) in processing order."""
     if table.num_rows == 0:
         return np.empty(0, dtype=np.int64)
-    by_origin = pc.sort_indices(table, sort_keys=[("topic", "ascending"), ("partition", "ascending"),
-                                                  ("offset", "ascending")]).to_numpy()
-    topics = table.column("topic").take(by_origin)
-    partitions = table.column("partition").take(by_origin).to_numpy(zero_copy_only=False)
-    if _single_origin(topics, partitions):
+    topics = pc.dictionary_encode(table.column("topic")).combine_chunks()
+    topic_rank = np.empty(len(topics.dictionary), dtype=np.int64)
+    topic_rank[pc.sort_indices(topics.dictionary).to_numpy()] = np.arange(len(topics.dictionary))
+    origin = (topic_rank[topics.indices.to_numpy(zero_copy_only=False)] << 32
+              | table.column("partition").to_numpy().astype(np.int64))
+    by_origin = np.lexsort((table.column("offset").to_numpy(), origin))
+    origin = origin[by_origin]
+    if origin[0] == origin[-1]:   # one partition: offset order
         return by_origin
-    timestamps = table.column("timestamp").take(by_origin).to_numpy(zero_copy_only=False)
-    topic_ids = pc.dictionary_encode(topics).combine_chunks().indices.to_numpy(zero_copy_only=False)
-    origin = topic_ids.astype(np.int64) * (1 << 32) + partitions.astype(np.int64)
+    timestamps = table.column("timestamp").to_numpy()[by_origin]
     starts = np.flatnonzero(np.r_[True, origin[1:] != origin[:-1]])
     ends = np.r_[starts[1:], len(origin)]
     # The greedy merge cannot take a record before the ones ahead of it in its run, so
@@ -35,7 +36,3 @@ def processing_order(table: pa.Table) -> np.ndarray:
     for start, end in zip(starts, ends):
         np.maximum.accumulate(timestamps[start:end], out=entry[start:end])
     return by_origin[np.argsort(entry, kind="stable")]
-
-
-def _single_origin(topics: pa.ChunkedArray, partitions: np.ndarray) -> bool:
-    return pc.count_distinct(topics).as_py() == 1 and bool((partitions == partitions[0]).all())
