@@ -133,6 +133,37 @@ def test_keys_stay_in_their_task_when_batch_sizes_change(spark, ws):
     app.stop()
 
 
+def test_each_stage_function_is_pickled_once_and_takes_its_batch_from_the_job(spark, ws, monkeypatch):
+    # Several micro-batches, one UDF per stage made at the first: each batch's tasks read
+    # their batch id from the job's local property, which orders the sinks' appends.
+    from streamlib.spark import compiler
+
+    made = []
+
+    def counting_udf(*args, **kwargs):
+        made.append(args)
+        return real_udf(*args, **kwargs)
+
+    real_udf = compiler.pandas_udf
+    monkeypatch.setattr(compiler, "pandas_udf", counting_udf)
+    lines = random_lines(600, 9)
+    ws.produce("lines", [(None, line) for line in lines], partitions=2)
+    app = ws.run(spark, wordcount_topology(), max_records_per_batch=100)
+    assert app.metrics()["last_batch"] >= 5
+    assert len(made) == len(app._plan.stages) == 2
+    assert dict(app.store("counts").all()) == dict(python_count(lines))
+    assert latest_per_key(ws.read("counts-out", value_serde=Serdes.long())) == dict(python_count(lines))
+    app.stop()
+
+
+def test_a_stage_function_refuses_a_job_without_its_batch():
+    from streamlib.spark.tasks import BATCH_PROPERTY, batch_of
+
+    with pytest.raises(RuntimeError, match=BATCH_PROPERTY):
+        batch_of(None)
+    assert batch_of("12:1700000000000") == (12, 1_700_000_000_000)
+
+
 def test_one_spark_task_per_core_runs_each_of_its_stage_tasks_on_its_own_store(spark, ws):
     # The test session is local[2] with spark.default.parallelism 2: the count's four
     # tasks run in two Spark tasks, two each, every one on its own store partition.

@@ -8,7 +8,7 @@ holder to release them (:mod:`streamlib.state.cache`), and the RocksDB lock hand
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +33,9 @@ from streamlib.topology import Topology
 STAGE_SCHEMA = SOURCE_ARROW_SCHEMA
 #: Column carrying the task's partition into ``mapInArrow`` (see the compiler).
 TASK_PARTITION = "task_partition"
+#: Spark local property the compiler sets before a batch's job: ``"<batch id>:<stream
+#: time>"``. One stage function, pickled once, then serves every batch.
+BATCH_PROPERTY = "streamlib.batch"
 #: Topic of the one row the compiler sends every time-aware task in every batch, so that
 #: a task whose partition got no records still runs (and closes its windows).
 TICK_TOPIC = "__streamlib_tick__"
@@ -53,17 +56,20 @@ class StagePlan:
     run_id: str = ""
 
 
-def stage_function(plan: StagePlan, batch_id: int, stream_time: int,
-                   report: Callable[[dict], None]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function of one stage in (internal) batch ``batch_id``, whose
-    tasks first advance to the application's ``stream_time``; ``report(metrics)`` is
-    called once per task (an accumulator's ``add``)."""
+def stage_function(plan: StagePlan, report: Callable[[dict], None]
+                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function of one stage, for every batch: each run takes its
+    (internal) batch id and the application's stream time, to which its tasks first
+    advance, from the job's :data:`BATCH_PROPERTY`; ``report(metrics)`` is called once
+    per task (an accumulator's ``add``)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         forget_spark_archives()
         received = [b for b in batches if b.num_rows]
         if not received:  # no input, nothing to change: the stores stay as they are
             return
+        spark_task = TaskContext.get()
+        batch_id, stream_time = batch_of(spark_task.getLocalProperty(BATCH_PROPERTY))
         table = pa.Table.from_batches(received)
         # Spark's batches differ from STAGE_SCHEMA only in nullability and list field
         # names, plus the columns a batch lowering added (spark/lowerings.py).
@@ -74,7 +80,7 @@ def stage_function(plan: StagePlan, batch_id: int, stream_time: int,
         # The query id is kept in the checkpoint: it names one run of the application
         # across restarts, and a new one after a reset, when batch ids start from 0
         # again while the output topics remain.
-        query_id = TaskContext.get().getLocalProperty(QUERY_ID_PROPERTY)
+        query_id = spark_task.getLocalProperty(QUERY_ID_PROPERTY)
         sink_producer = f"{plan.config.application_id}/{query_id}"
         for partition, task_rows in split_by_task(rows, table.column(TASK_PARTITION)):
             # The batch's changelog and sink appends become durable together, before
@@ -85,6 +91,19 @@ def stage_function(plan: StagePlan, batch_id: int, stream_time: int,
             yield from output.to_batches()
 
     return run
+
+
+def batch_of(value: Optional[str]) -> tuple[int, int]:
+    """``(batch id, stream time)`` from :data:`BATCH_PROPERTY`'s value.
+
+    >>> batch_of("7:-1")
+    (7, -1)
+    """
+    if not value:
+        # The batch id orders the sinks' idempotent appends: never guess it.
+        raise RuntimeError(f"a streamlib stage ran in a Spark job without the {BATCH_PROPERTY} property")
+    batch_id, stream_time = value.split(":")
+    return int(batch_id), int(stream_time)
 
 
 def split_by_task(rows: pa.Table, partitions: pa.ChunkedArray) -> Iterator[tuple[int, pa.Table]]:
