@@ -31,7 +31,7 @@ from _streamlib_spark_path import forget_importers, strip_spark_archives
 __all__ = ["PRELOADED", "forget_spark_archives", "preload", "strip_spark_archives"]
 
 #: Modules the daemon imports for the workers it forks.
-PRELOADED = ("pandas", "pyarrow.compute", "streamlib.spark.tasks", "streamlib.spark.source")
+PRELOADED = ("pandas", "streamlib.spark.tasks", "streamlib.spark.source")
 
 
 def forget_spark_archives() -> None:

@@ -76,8 +76,10 @@ def _pause(seconds: float, lock_file: Optional[str]) -> None:
     if lock_file is None or not lock_held_elsewhere(lock_file):
         time.sleep(seconds)
         return
-    while (left := end - time.monotonic()) > 0 and lock_held_elsewhere(lock_file):
+    while (left := end - time.monotonic()) > 0:
         time.sleep(min(_LOCK_POLL, left))
+        if not lock_held_elsewhere(lock_file):
+            return
 
 
 def lock_held_elsewhere(path: str) -> bool:
