@@ -12,7 +12,10 @@ last row in processing order).
 
 Headers are a grouping key, not an aggregate: every aggregation buffer is then a
 fixed-width number, so Spark aggregates in a hash map; an array in a buffer (as in
-``max_by(headers, ...)``) forces a sort of every input row instead.
+``max_by(headers, ...)``) forces a sort of every input row instead. Spark's shuffle
+for that aggregation hashes the key and the headers, so its groups are then moved to
+their key's partition: every record of a key must reach the one task that counts it,
+whatever headers it carries.
 """
 from __future__ import annotations
 
@@ -61,7 +64,8 @@ def preaggregate(rows: DataFrame, topic: str) -> DataFrame:
     ``repartition(n, "key")`` when ``spark.sql.shuffle.partitions`` is ``n``."""
     aggregates = once("preaggregate", _aggregates)
     output = once(("preaggregate", topic), lambda: _output(topic))
-    return rows.groupBy("key", "headers").agg(*aggregates).select(*output)
+    grouped = rows.groupBy("key", "headers").agg(*aggregates).select(*output)
+    return grouped.repartition(once("key", lambda: F.col("key")))
 
 
 def _aggregates() -> list[Column]:
