@@ -134,7 +134,7 @@ def run_chain(steps: list[Processor], sink: SinkProcessor, keys: list, values: l
     value_bytes = sink.value_serde.serialize_column(values)
     n = len(values)
     if not pc.sum(pc.list_value_length(headers)).as_py():  # no headers: none to gather
-        headers = _no_headers(n)
+        headers = empty_headers(n)
     elif origin is not None:
         headers = headers.take(pa.array(origin, pa.int64()))
     if origin is not None:
@@ -145,7 +145,7 @@ def run_chain(steps: list[Processor], sink: SinkProcessor, keys: list, values: l
         schema=OUTPUT_SCHEMA)
 
 
-def _no_headers(n: int) -> pa.Array:
+def empty_headers(n: int) -> pa.Array:
     """``n`` empty header lists, built without Python lists."""
     return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)),
                                     pa.array([], HEADER_TYPE.value_type))
@@ -168,7 +168,7 @@ def output_rows(output: list[tuple]) -> pa.Table:
 def headers_array(headers: list[tuple]) -> pa.Array:
     """Headers (tuples of ``(key, value)``) of many records as one Arrow array."""
     if not any(headers):  # the common case: no headers at all
-        return _no_headers(len(headers))
+        return empty_headers(len(headers))
     return pa.array([[{"key": k, "value": v} for k, v in h] for h in headers], HEADER_TYPE)
 
 

@@ -13,7 +13,7 @@ topics are appended by the tasks themselves, idempotently per (task, batch).
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from pyspark import AccumulatorParam
@@ -24,14 +24,14 @@ from pyspark.storagelevel import StorageLevel
 from pyspark.util import PythonEvalType
 
 from streamlib.config import StreamsConfig
-from streamlib.spark.arrow import HEADERS_DDL, SOURCE_DDL
+from streamlib.spark.arrow import HEADERS_DDL, SOURCE_COLUMNS, SOURCE_DDL
 from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chains, repartition_rows,
                                      without_columns)
 from streamlib.spark.source import BackendSpec
 from streamlib.spark.exprs import once
 from streamlib.spark.hashing import hash_partition
 from streamlib.spark.lowerings import BatchInput, is_column_step, stage_batch_input
-from streamlib.spark import preaggregate  # noqa: F401  (registers the count's batch lowering)
+from streamlib.spark.preaggregate import COMBINED_DDL, PreAggregate  # (also registers the count's lowering)
 from streamlib.spark.tasks import (BATCH_PROPERTY, TASK_PARTITION, TICK_TOPIC, StagePlan, merge_metrics,
                                    stage_function)
 from streamlib.spark.undecodable import SkippedCount, handle_undecodable, split_undecodable
@@ -108,13 +108,18 @@ class BatchPlan:
         # One plan per start of the application: its id keeps tasks from reusing stores
         # left open by an earlier run (whose state may since have been reset or deleted).
         run_id = uuid.uuid4().hex
-        for sub in stage_order(topology):
+        subs = stage_order(topology)
+        jvm_only = {sub.id: self._jvm_only(sub) for sub in subs}
+        batch_inputs = {sub.id: stage_batch_input(topology, sub, config)
+                        if self._partitions_of(sub) == self.num_partitions else None for sub in subs}
+        combined = self._combined_by_writers(subs, jvm_only, batch_inputs)
+        for sub in subs:
             n = self._partitions_of(sub)
-            plan = StagePlan(executed, config, backend, sub.id, n, internal, run_id)
-            batch_input = stage_batch_input(topology, sub, config) if n == self.num_partitions else None
+            plan = StagePlan(executed, config, backend, sub.id, n, internal, run_id,
+                             frozenset(combined.get(sub.id, ())))
             time_aware = any(topology.nodes[name].spec.time_aware for name in sub.nodes)
             self.stages.append(Stage(sub, plan, shuffled=sub.stateful or bool(sub.repartition_inputs),
-                                     jvm_only=self._jvm_only(sub), batch_input=batch_input,
+                                     jvm_only=jvm_only[sub.id], batch_input=batch_inputs[sub.id],
                                      time_aware=time_aware))
         for stage in self.stages:
             stage.writes = frozenset(self._writes(stage.sub))
@@ -124,6 +129,20 @@ class BatchPlan:
         self.time_aware = any(stage.time_aware for stage in self.stages)
         self._tick_keys: dict[int, list[bytes]] = {}
         self._tick_frames: dict[tuple[int, int], DataFrame] = {}
+
+    def _combined_by_writers(self, subs: list[SubTopology], jvm_only: dict[int, Any],
+                             batch_inputs: dict[int, Optional[BatchInput]]) -> dict[int, set[str]]:
+        """Topics each Python stage's tasks combine per key for a pre-aggregated count
+        (their readers' batch inputs become the merging kind): Spark would combine
+        them before its shuffle anyway, and a task hands the JVM far fewer rows."""
+        writer_of = {topic: sub.id for sub in subs for topic in self._writes(sub)}
+        combined: dict[int, set[str]] = {}
+        for sub in subs:
+            batch_input = batch_inputs[sub.id]
+            if isinstance(batch_input, PreAggregate) and jvm_only[writer_of[batch_input.topic]] is None:
+                batch_inputs[sub.id] = replace(batch_input, combined=True)
+                combined.setdefault(writer_of[batch_input.topic], set()).add(batch_input.topic)
+        return combined
 
     def _jvm_only(self, sub: SubTopology) -> Optional[dict[str, list[str]]]:
         """For a sub-topology that is nothing but Column chains into repartitions: the
@@ -214,7 +233,8 @@ class BatchPlan:
                 parts.append(self._ticks(source.sparkSession, stage.plan.num_partitions))
             rows = parts[0]
             for extra in parts[1:]:
-                rows = rows.unionByName(extra)
+                # ticks have no records/weight of combined rows: null, counted as none
+                rows = rows.unionByName(extra, allowMissingColumns=True)
             if stage.batch_input is not None:
                 rows = stage.batch_input(rows)
             elif stage.shuffled:
@@ -232,7 +252,10 @@ class BatchPlan:
                 out = out.persist(StorageLevel.MEMORY_AND_DISK)
             stage.output = out
             for topic in stage.writes:
-                outputs[topic] = out.where(once(("topic is", topic), lambda: F.col("topic") == topic))
+                rows_for = out.where(once(("topic is", topic), lambda: F.col("topic") == topic))
+                if stage.plan.combined_topics and topic not in stage.plan.combined_topics:
+                    rows_for = rows_for.select(*SOURCE_COLUMNS)
+                outputs[topic] = rows_for
             if not stage.readers:
                 terminal.append(out)
         terminal.extend(self._undecodable)
@@ -247,7 +270,8 @@ class BatchPlan:
         to the JVM, 15 ms a batch. The UDF refers to its input columns by name, so one
         serves every batch's plan (the columns of a stage's input never change)."""
         if stage.udf is None:
-            udf = pandas_udf(stage_function(stage.plan, self.metrics.add), returnType=SOURCE_DDL,
+            ddl = f"{SOURCE_DDL}, {COMBINED_DDL}" if stage.plan.combined_topics else SOURCE_DDL
+            udf = pandas_udf(stage_function(stage.plan, self.metrics.add), returnType=ddl,
                              functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
             stage.udf = udf(*[F.col(f"`{name}`") for name in rows.columns])
         return DataFrame(rows._jdf.mapInArrow(stage.udf._jc, False, None), rows.sparkSession)

@@ -19,6 +19,7 @@ from streamlib.config import StreamsConfig
 from streamlib.runtime.task import Task
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, split_by_partition
 from streamlib.spark.daemon import forget_spark_archives
+from streamlib.spark.preaggregate import combine_task_rows
 from streamlib.spark.sink import QUERY_ID_PROPERTY
 from streamlib.spark.source import BackendSpec
 from streamlib.state import open_task_stores
@@ -54,6 +55,10 @@ class StagePlan:
     #: names one start of the application: stores kept open between batches serve
     #: only the run that opened them (see :mod:`streamlib.state.cache`)
     run_id: str = ""
+    #: repartition topics whose rows this stage's tasks combine per key before Spark
+    #: gets them (inputs of pre-aggregated counts): its rows then have
+    #: ``records``/``weight`` columns (:func:`~streamlib.spark.preaggregate.combine_task_rows`)
+    combined_topics: frozenset[str] = frozenset()
 
 
 def stage_function(plan: StagePlan, report: Callable[[dict], None]
@@ -198,7 +203,10 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
                 STORE_CACHE.discard(stores)
         for replica in replicas.values():
             replica.close()
-    return output.filter(internal), metrics
+    repartitioned = output.filter(internal)
+    if plan.combined_topics:
+        repartitioned = combine_task_rows(repartitioned, plan.combined_topics)
+    return repartitioned, metrics
 
 
 def write_sinks(backend: Any, rows: pa.Table, producer_id: str, batch_id: int) -> None:
