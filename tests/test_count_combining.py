@@ -35,7 +35,7 @@ def task_rows(seed: int, partition: int, n: int) -> list[tuple]:
 
 def as_table(rows: list[tuple]) -> pa.Table:
     columns = list(zip(*rows))
-    headers = [[{"key": k, "value": v} for k, v in h] for h in columns[6]]
+    headers = [None if h is None else [{"key": k, "value": v} for k, v in h] for h in columns[6]]
     return pa.Table.from_arrays(
         [pa.array(c, t) for c, t in zip(columns[:6], STAGE_SCHEMA.types[:6])]
         + [pa.array(headers, STAGE_SCHEMA.field("headers").type)], schema=STAGE_SCHEMA)
@@ -44,10 +44,12 @@ def as_table(rows: list[tuple]) -> pa.Table:
 def test_rows_without_headers_become_one_per_key_and_the_rest_stay():
     rows = [(TOPIC, 2, 0, 10, b"a", b"x", []), (TOPIC, 2, 1, 30, b"a", None, []),
             (TOPIC, 2, 2, 20, b"a", b"x", []), (TOPIC, 2, 3, 5, b"a", b"x", [("h", b"1")]),
-            (OTHER, 2, 4, 7, b"a", b"x", []), (TOPIC, 2, 5, 1, None, None, [])]
+            (OTHER, 2, 4, 7, b"a", b"x", []), (TOPIC, 2, 5, 1, None, None, []),
+            (TOPIC, 2, 6, 2, b"g", b"x", None)]
     combined = combine_task_rows(as_table(rows), frozenset({TOPIC})).to_pylist()
     by_key = {(r["topic"], r["key"], bool(r["headers"])): r for r in combined}
-    assert len(combined) == 4
+    assert len(combined) == 5
+    assert (by_key[(TOPIC, b"g", False)]["headers"], by_key[(TOPIC, b"g", False)]["records"]) == (None, 1)
     # three records of "a", two with a value: the timestamp is the valued ones' largest
     a = by_key[(TOPIC, b"a", False)]
     assert (a["records"], a["weight"], a["timestamp"], a["offset"], a["partition"]) == (3, 2, 20, 2, 2)

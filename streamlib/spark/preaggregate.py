@@ -1,4 +1,4 @@
-"""Map-side pre-aggregation of a cached ``count`` in the JVM.
+"""Pre-aggregation of a cached ``count`` before its shuffle.
 
 The count node's own batch lowering (:mod:`streamlib.spark.lowerings`). A cached
 count emits each key's last change per commit, which depends only on how many
@@ -129,8 +129,9 @@ def combine_task_rows(rows: pa.Table, topics: frozenset[str]) -> pa.Table:
     rows = rows.append_column("weight", pc.cast(pc.is_valid(rows.column("value")), pa.int64()))
     parts = []
     for topic in sorted(topics):
-        mine = pc.equal(rows.column("topic"), topic)
-        plain = pc.and_(mine, pc.equal(pc.list_value_length(rows.column("headers")), 0))
+        no_headers = pc.equal(pc.list_value_length(rows.column("headers")), 0)
+        # a null (headers or topic) is no match: the row stays as it is, never dropped
+        plain = pc.fill_null(pc.and_(pc.equal(rows.column("topic"), topic), no_headers), False)
         if not pc.any(plain).as_py():
             continue
         parts.append(_combined(rows.filter(plain), topic))
