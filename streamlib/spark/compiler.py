@@ -112,7 +112,7 @@ class BatchPlan:
         jvm_only = {sub.id: self._jvm_only(sub) for sub in subs}
         batch_inputs = {sub.id: stage_batch_input(topology, sub, config)
                         if self._partitions_of(sub) == self.num_partitions else None for sub in subs}
-        combined = self._combined_by_writers(subs, jvm_only, batch_inputs)
+        batch_inputs, combined = self._combined_by_writers(subs, jvm_only, batch_inputs)
         for sub in subs:
             n = self._partitions_of(sub)
             plan = StagePlan(executed, config, backend, sub.id, n, internal, run_id,
@@ -130,19 +130,21 @@ class BatchPlan:
         self._tick_keys: dict[int, list[bytes]] = {}
         self._tick_frames: dict[tuple[int, int], DataFrame] = {}
 
-    def _combined_by_writers(self, subs: list[SubTopology], jvm_only: dict[int, Any],
-                             batch_inputs: dict[int, Optional[BatchInput]]) -> dict[int, set[str]]:
-        """Topics each Python stage's tasks combine per key for a pre-aggregated count
-        (their readers' batch inputs become the merging kind): Spark would combine
-        them before its shuffle anyway, and a task hands the JVM far fewer rows."""
+    def _combined_by_writers(self, subs: list[SubTopology], jvm_only: dict[int, Optional[dict]],
+                             batch_inputs: dict[int, Optional[BatchInput]]
+                             ) -> tuple[dict[int, Optional[BatchInput]], dict[int, set[str]]]:
+        """``(batch inputs, topics each Python stage's tasks combine)``: a pre-aggregated
+        count whose repartition a Python stage writes gets that stage's rows combined per
+        key (and its batch input becomes the merging kind). Spark would combine them
+        before its shuffle anyway, and a task hands the JVM far fewer rows."""
         writer_of = {topic: sub.id for sub in subs for topic in self._writes(sub)}
+        inputs = dict(batch_inputs)
         combined: dict[int, set[str]] = {}
-        for sub in subs:
-            batch_input = batch_inputs[sub.id]
+        for sub_id, batch_input in batch_inputs.items():
             if isinstance(batch_input, PreAggregate) and jvm_only[writer_of[batch_input.topic]] is None:
-                batch_inputs[sub.id] = replace(batch_input, combined=True)
+                inputs[sub_id] = replace(batch_input, combined=True)
                 combined.setdefault(writer_of[batch_input.topic], set()).add(batch_input.topic)
-        return combined
+        return inputs, combined
 
     def _jvm_only(self, sub: SubTopology) -> Optional[dict[str, list[str]]]:
         """For a sub-topology that is nothing but Column chains into repartitions: the
