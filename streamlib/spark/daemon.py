@@ -20,15 +20,20 @@ task of the worker the re-reading.
 The daemon also imports, once, what every streamlib task needs (:data:`PRELOADED`)
 before it forks its first worker: a fresh worker would otherwise spend 0.3-0.5 s of its
 first task importing them, most of it pandas, which pyarrow imports the first time it
-converts a Python object.
+converts a Python object. And each worker's socket acknowledges what the JVM sends
+at once (:mod:`streamlib.spark.worker_sockets`), before the worker reads its task.
 """
 from __future__ import annotations
 
 import importlib
+import socket
+from typing import Callable
 
 from _streamlib_spark_path import forget_importers, strip_spark_archives
+from streamlib.spark.worker_sockets import quick_acks, quick_acks_to_jvm
 
-__all__ = ["PRELOADED", "forget_spark_archives", "preload", "strip_spark_archives"]
+__all__ = ["PRELOADED", "forget_spark_archives", "preload", "start_worker_task", "strip_spark_archives",
+           "with_quick_acks"]
 
 #: Modules the daemon imports for the workers it forks.
 PRELOADED = ("pandas", "streamlib.spark.tasks", "streamlib.spark.source")
@@ -43,6 +48,25 @@ def forget_spark_archives() -> None:
     forget_importers()
 
 
+def start_worker_task() -> None:
+    """What every streamlib function that Spark runs in a Python worker does first:
+    :func:`forget_spark_archives`, and quick ACKs on the worker's socket to the JVM
+    (also in sessions whose daemon is not streamlib's)."""
+    forget_spark_archives()
+    quick_acks_to_jvm()
+
+
+def with_quick_acks(worker: Callable[[socket.socket, bool], int]) -> Callable[[socket.socket, bool], int]:
+    """pyspark's ``daemon.worker(sock, authenticated)``, which runs one task on ``sock``
+    (called again for each task of a reused worker), with :func:`quick_acks` first."""
+
+    def run(sock: socket.socket, authenticated: bool) -> int:
+        quick_acks(sock)
+        return worker(sock, authenticated)
+
+    return run
+
+
 def preload() -> None:
     """Import :data:`PRELOADED` (in the daemon, so that every forked worker has them)."""
     for module in PRELOADED:
@@ -54,4 +78,6 @@ if __name__ == "__main__":
     preload()
     from pyspark import daemon
 
+    # manager() looks its worker function up in the module for each task it runs
+    daemon.worker = with_quick_acks(daemon.worker)
     daemon.manager()

@@ -40,7 +40,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Str
 
 from streamlib.errors import RESET_HINT, OffsetOutOfRange
 from streamlib.spark.arrow import SOURCE_COLUMNS, SOURCE_DDL, source_batches
-from streamlib.spark.daemon import forget_spark_archives
+from streamlib.spark.daemon import start_worker_task
 from streamlib.topics import DEFAULT_URL, TopicBackend, open_backend, parse_url
 
 #: ``{topic: {partition (as str): offset}}``
@@ -292,7 +292,7 @@ _SOURCE_SCHEMA = StructType([
 def read_range(backend: BackendSpec, part: TopicRange,
                columns: Sequence[str] = SOURCE_COLUMNS) -> Iterator[pa.RecordBatch]:
     """Arrow batches of source rows (``columns`` only) for one :class:`TopicRange`, read in chunks."""
-    forget_spark_archives()
+    start_worker_task()
     log = backend.open()
     for lo in range(part.start, part.end, READ_CHUNK_RECORDS):
         records = log.read_arrow(part.topic, part.partition, lo, min(lo + READ_CHUNK_RECORDS, part.end))

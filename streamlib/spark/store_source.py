@@ -29,7 +29,7 @@ from pyspark.sql.types import StructType
 
 from streamlib.processors.stores.layout import SESSIONS, WINDOWS
 from streamlib.query.frozen import KEEP_SECONDS, FrozenCopy
-from streamlib.spark.daemon import forget_spark_archives
+from streamlib.spark.daemon import start_worker_task
 from streamlib.state.arrow import binaries
 from streamlib.state.rocksdb import RocksDB
 
@@ -130,7 +130,7 @@ class StorePartition(InputPartition):
 
 def read_partition(columns: StoreColumns, part: StorePartition) -> Iterator[pa.RecordBatch]:
     """The copy's entries in key order, ``BATCH_ROWS`` at a time."""
-    forget_spark_archives()
+    start_worker_task()
     scratch = tempfile.mkdtemp(prefix="streamlib-table-") if part.secondary else None
     try:
         db = (RocksDB.open_secondary(part.path, scratch) if part.secondary

@@ -18,7 +18,7 @@ from pyspark import TaskContext
 from streamlib.config import StreamsConfig
 from streamlib.runtime.task import Task
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, split_by_partition
-from streamlib.spark.daemon import forget_spark_archives
+from streamlib.spark.daemon import start_worker_task
 from streamlib.spark.preaggregate import combine_task_rows
 from streamlib.spark.sink import QUERY_ID_PROPERTY
 from streamlib.spark.source import BackendSpec
@@ -69,7 +69,7 @@ def stage_function(plan: StagePlan, report: Callable[[dict], None]
     per task (an accumulator's ``add``)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        forget_spark_archives()
+        start_worker_task()
         received = [b for b in batches if b.num_rows]
         if not received:  # no input, nothing to change: the stores stay as they are
             return

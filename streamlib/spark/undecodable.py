@@ -29,7 +29,7 @@ from streamlib.config import StreamsConfig
 from streamlib.processors.base import ProcessorContext
 from streamlib.processors.io import DeserializationFailure, SourceProcessor
 from streamlib.processors.columnar import output_rows
-from streamlib.spark.daemon import forget_spark_archives
+from streamlib.spark.daemon import start_worker_task
 from streamlib.spark.exprs import once
 from streamlib.spark.sink import QUERY_ID_PROPERTY
 from streamlib.spark.source import BackendSpec
@@ -129,7 +129,7 @@ def handle_undecodable(node: Node, config: StreamsConfig, backend: BackendSpec, 
     """The ``mapInArrow`` function that hands undecodable rows to the handler; it
     returns no rows, and reports its counters like a task."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        forget_spark_archives()
+        start_worker_task()
         rows = [b for b in batches if b.num_rows]
         if not rows:
             return
