@@ -55,6 +55,7 @@ bench: $(STAMP) java
 	$(VPY) benchmarks/task_overhead_bench.py
 	$(VPY) benchmarks/batch_overhead_bench.py
 	$(VPY) benchmarks/latency_bench.py
+	$(VPY) benchmarks/python_task_bench.py
 
 clean:
 	rm -rf $(VENV) .cache streamlib-data streamlib-state examples/wordcount/run
