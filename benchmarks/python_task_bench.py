@@ -32,7 +32,7 @@ def passthrough(batches):
     yield from batches
 
 
-def with_quick_acks(batches):
+def quick_acks_first(batches):
     from streamlib.spark.worker_sockets import quick_acks_to_jvm
 
     quick_acks_to_jvm()
@@ -63,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load average: {os.getloadavg()[0]:.1f}")
     for name, daemon, function in (("spark daemon", "pyspark.daemon", passthrough),
-                                   ("spark daemon + task", "pyspark.daemon", with_quick_acks),
+                                   ("spark daemon + task", "pyspark.daemon", quick_acks_first),
                                    ("streamlib daemon", "streamlib.spark.daemon", passthrough)):
         times = job_times(daemon, function, args.jobs)
         print(f"{name:<21} median {statistics.median(times) * 1000:6.1f} ms  mean {statistics.mean(times) * 1000:6.1f} ms",

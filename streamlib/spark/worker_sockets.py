@@ -31,16 +31,19 @@ def quick_acks(sock: socket.socket) -> None:
 def quick_acks_to_jvm() -> int:
     """:func:`quick_acks` on this process's TCP connections to the local host (a
     Python worker's to its JVM: pyspark does not hand its socket to the task);
-    returns how many. Linux only (``/proc``); elsewhere 0."""
+    returns how many sockets. Linux only (``/proc``); elsewhere 0."""
     try:
         fds = os.listdir("/proc/self/fd")
     except OSError:
         return 0
     done = 0
+    seen: set[str] = set()   # pyspark's worker holds each socket under three descriptors
     for fd in fds:
         try:
-            if not os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+            target = os.readlink(f"/proc/self/fd/{fd}")   # "socket:[<inode>]" for a socket
+            if not target.startswith("socket:") or target in seen:
                 continue
+            seen.add(target)
             sock = socket.socket(fileno=os.dup(int(fd)))   # its own descriptor of the same socket
         except (OSError, ValueError):
             continue
