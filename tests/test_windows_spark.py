@@ -13,6 +13,7 @@ import pytest
 from streamlib import (Consumed, EmitStrategy, Materialized, Produced, Serdes, SessionWindows, SlidingWindows,
                        Streams, StreamsBuilder, Suppressed, TimeWindows)
 from streamlib.query.service import last_committed_batch
+from streamlib.spark.compiler import BatchPlan
 from both_engines import Input, Outcome, run_both, run_driver, run_spark
 from engine import Workspace
 
@@ -147,6 +148,29 @@ def test_windows_close_on_idle_tasks(spark, tmp_path):
     finals = {(w.key, w.window.start): n for w, n, _ in workspace.read("final", WINDOWED, L)}
     assert finals == {("a", 0): 1, ("b", 0): 1, ("c", 0): 1, ("d", 0): 1}
     assert metrics["stream_time"] == 5000 and metrics["watermark"] == 5000 - GRACE
+
+
+def test_a_query_makes_its_tick_rows_once(spark, tmp_path, monkeypatch):
+    """A time-aware stage gets one tick row per task in every batch (so idle tasks
+    close their windows). The DataFrame of those rows is made once per query, not once
+    per batch: ``foreachBatch`` hands every batch a new Python session object for the
+    query's one Java session (a frame per batch cost 80-90 ms of py4j calls, and the
+    plan kept every one of them)."""
+    frames = []
+    make = BatchPlan._ticks
+    monkeypatch.setattr(BatchPlan, "_ticks",
+                        lambda self, session, n: frames.append(make(self, session, n)) or frames[-1])
+    workspace = Workspace(tmp_path)
+    records = events(5, n=60)
+    workspace.produce("events", records)
+    app = workspace.run(spark, final_counts_topology(), max_records_per_batch=10)
+    batches = app.metrics()["last_batch"] + 1
+    app.stop()
+    assert batches >= 4 and len(frames) >= batches
+    assert all(frame is frames[0] for frame in frames)
+    driver = run_driver(final_counts_topology(), [Input("events", records, partitions=1)], {"final": (WINDOWED, L)},
+                        workspace.config())
+    assert workspace.read("final", WINDOWED, L) == [(w, n, ts) for w, n, ts, _ in driver.outputs["final"]]
 
 
 @pytest.mark.parametrize("lose_state", [False, True], ids=["restart", "lost-state"])

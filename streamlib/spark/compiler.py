@@ -128,7 +128,8 @@ class BatchPlan:
         self._last_result: Optional[DataFrame] = None
         self.time_aware = any(stage.time_aware for stage in self.stages)
         self._tick_keys: dict[int, list[bytes]] = {}
-        self._tick_frames: dict[tuple[int, int], DataFrame] = {}
+        #: partitions -> (the Java session it was made in, the tick frame)
+        self._tick_frames: dict[int, tuple[Any, DataFrame]] = {}
 
     def _combined_by_writers(self, subs: list[SubTopology], jvm_only: dict[int, Optional[dict]],
                              batch_inputs: dict[int, Optional[BatchInput]]
@@ -187,17 +188,22 @@ class BatchPlan:
         A plan of the JVM alone, in one Spark partition: rows made by
         ``createDataFrame`` from Python would pass through a Python worker per
         partition, a task of 50-400 ms each batch, in a second wave on two cores.
-        The same DataFrame serves every batch of a query."""
-        key = (id(session), n)
-        if key not in self._tick_frames:
+        The same DataFrame serves every batch of a query. It is kept per Java session:
+        ``foreachBatch`` wraps the query's one session in a new Python ``SparkSession``
+        every batch, so a key by the Python object built (and kept) a frame per batch,
+        80-90 ms of py4j calls each."""
+        jsession = session._jsparkSession
+        cached = self._tick_frames.get(n)
+        if cached is None or not cached[0].equals(jsession):
             keys = F.array(*(F.lit(k) for k in self.tick_keys(n)))
             partition = F.col("id").cast("int")
-            self._tick_frames[key] = session.range(0, n, 1, numPartitions=1).select(
+            frame = session.range(0, n, 1, numPartitions=1).select(
                 F.lit(TICK_TOPIC).alias("topic"), partition.alias("partition"),
                 F.lit(0).cast("long").alias("offset"), F.lit(-1).cast("long").alias("timestamp"),
                 F.element_at(keys, partition + 1).alias("key"), F.lit(None).cast("binary").alias("value"),
                 F.array().cast(HEADERS_DDL).alias("headers"))
-        return self._tick_frames[key]
+            cached = self._tick_frames[n] = (jsession, frame)
+        return cached[1]
 
     def build(self, source: DataFrame, batch_id: int, stream_time: int = -1) -> DataFrame:
         """A DataFrame whose computation runs every stage of the batch once; its tasks
