@@ -177,7 +177,7 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
         before it moves the time. Windows are assigned for the whole batch at once, the
         touched windows read with one multi-get and written once, and the updates
         handed to the emitter in the order of each window's last update."""
-        keyed = rows.filter(pc.is_valid(rows.column("key")))
+        keyed = rows if rows.column("key").null_count == 0 else rows.filter(pc.is_valid(rows.column("key")))
         if keyed.num_rows < rows.num_rows:
             self.context.count("dropped_records", rows.num_rows - keyed.num_rows)
         if keyed.num_rows == 0:

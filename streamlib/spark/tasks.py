@@ -120,11 +120,16 @@ def split_by_task(rows: pa.Table, partitions: pa.ChunkedArray) -> Iterator[tuple
     >>> rows = pa.table({"topic": ["t", TICK_TOPIC, "t"], "offset": [0, 0, 1]})
     >>> [(p, t.column("offset").to_pylist()) for p, t in split_by_task(rows, pa.chunked_array([[3, 1, 3]]))]
     [(3, [0, 1]), (1, [])]
+    >>> [(p, t.column("offset").to_pylist()) for p, t in split_by_task(rows, pa.chunked_array([[3, 3, 3]]))]
+    [(3, [0, 1])]
     """
     records = pc.not_equal(rows.column("topic"), TICK_TOPIC)
     tasks = pc.unique(partitions).to_pylist()
-    if len(tasks) == 1:   # the usual case: spare the copy
-        yield tasks[0], rows if pc.all(records).as_py() else rows.filter(records)
+    if len(tasks) == 1:   # the usual case: the rows between ticks, uncopied
+        ticks = np.flatnonzero(~pc.fill_null(records, True).to_numpy(zero_copy_only=False))
+        bounds = zip(np.r_[0, ticks + 1], np.r_[ticks, rows.num_rows])
+        yield tasks[0], rows if len(ticks) == 0 else pa.concat_tables(
+            [rows.slice(lo, hi - lo) for lo, hi in bounds if hi > lo] or [rows.slice(0, 0)])
         return
     for partition in tasks:
         yield partition, rows.filter(pc.and_(pc.equal(partitions, partition), records))
