@@ -1,4 +1,6 @@
 """Change-logging: one idempotent append per commit, final value per key, batch headers."""
+import shutil
+
 import pyarrow as pa
 import pytest
 
@@ -25,6 +27,9 @@ def batch_header(batch_id):
 
 def test_commit_appends_the_final_value_per_changed_key(tmp_path, backend):
     with open_stores(tmp_path, backend) as stores:
+        stores.begin(6)
+        stores["counts"].put(b"d", b"1")
+        stores.commit()
         stores.begin(7)
         kv = stores["counts"]
         kv.put(b"a", b"1", timestamp=100)
@@ -32,14 +37,35 @@ def test_commit_appends_the_final_value_per_changed_key(tmp_path, backend):
         kv.put(b"b", b"1")
         kv.put(b"c", b"1", timestamp=300)
         kv.delete(b"c")
+        kv.delete(b"d")
+        kv.delete(b"e")
         stores.commit()
     info = backend.describe_topic(TOPIC)
     assert info.partitions == 3 and info.config.get("cleanup.policy") == "compact"
-    assert backend.end_offsets(TOPIC) == {0: 0, 1: 3, 2: 0}
-    records = backend.read(TOPIC, 1, 0, 10)
-    assert [(r.key, r.value) for r in records] == [(b"a", b"2"), (b"b", b"1"), (b"c", None)]
+    assert backend.end_offsets(TOPIC) == {0: 0, 1: 4, 2: 0}
+    records = backend.read(TOPIC, 1, 1, 10)
+    # c and e were absent before the batch and are absent after it: no record for them
+    assert [(r.key, r.value) for r in records] == [(b"a", b"2"), (b"b", b"1"), (b"d", None)]
     assert all(r.headers == batch_header(7) for r in records)
     assert records[0].timestamp == 200 and records[1].timestamp > 1_600_000_000_000
+
+
+def test_a_batch_that_only_deletes_absent_keys_commits_nothing(tmp_path, backend):
+    with open_stores(tmp_path, backend) as stores:
+        stores.begin(0)
+        stores["counts"].put(b"a", b"1")
+        stores.commit()
+        stores.begin(1)
+        stores["counts"].put(b"b", b"1")
+        stores["counts"].delete(b"b")
+        stores["counts"].delete(b"c")
+        stores.commit()
+        assert stores.metrics()["stores"]["counts"]["committed_keys"] == 1   # batch 0's
+    assert backend.end_offsets(TOPIC)[1] == 1
+    shutil.rmtree(tmp_path / "state")   # restored from the changelog alone
+    with open_stores(tmp_path, backend) as stores:
+        stores.begin(2)
+        assert list(stores["counts"].all()) == [(b"a", b"1")]
 
 
 def test_one_append_per_commit_with_producer_id_and_batch_sequence(tmp_path, backend):

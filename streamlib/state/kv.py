@@ -139,10 +139,23 @@ class KeyValueStore(KeyValueReads):
         return self._db.approximate_num_entries() + sum(v is not None for v in self._pending.values())
 
     def _take_changes(self) -> Changes:
-        """Hand the buffered writes to the commit and start an empty buffer."""
+        """Hand the buffered writes to the commit and start an empty buffer.
+
+        A key absent before the batch and deleted at its end is no change: it gets no
+        changelog record and no RocksDB tombstone (a buffer whose entries come and go
+        within one batch would otherwise leave a trail of tombstones that later scans
+        walk over)."""
         keys = list(self._pending)
-        changes = Changes(keys, list(self._pending.values()), [self._stamps.get(k) for k in keys],
-                          self._lookup(keys, {}))
+        values = list(self._pending.values())
+        prior = self._lookup(keys, {})
+        if None in values:
+            kept = [i for i, (value, before) in enumerate(zip(values, prior))
+                    if value is not None or before is not None]
+            if len(kept) < len(keys):
+                keys = [keys[i] for i in kept]
+                values = [values[i] for i in kept]
+                prior = [prior[i] for i in kept]
+        changes = Changes(keys, values, [self._stamps.get(k) for k in keys], prior)
         self._discard_changes()
         return changes
 
