@@ -137,8 +137,22 @@ class Processor:
     def flush(self) -> None:
         """End of a commit."""
 
+    def process_many(self, records: list[Record]) -> None:
+        """Process ``records`` in order, exactly as :meth:`process` one by one would (a
+        processor may override it to take them at once where that changes nothing)."""
+        for record in records:
+            self.forward_all((self,), record)
+
     def forward(self, record: Record) -> None:
         self.forward_all(self.children, record)
+
+    def forward_many(self, records: list[Record]) -> None:
+        """Forward ``records`` in order; a lone child gets them in one call."""
+        if len(self.children) == 1:
+            self.children[0].process_many(records)
+        else:
+            for record in records:
+                self.forward_all(self.children, record)
 
     def forward_to(self, child: "Processor", record: Record) -> None:
         self.forward_all((child,), record)

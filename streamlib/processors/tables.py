@@ -58,8 +58,7 @@ class TableEmitter:
             if rows is not None:
                 self.processor.context.emit_rows(rows)
                 return
-        for update in updates:
-            self.processor.forward(update)
+        self.processor.forward_many(updates)
 
 
 class StatefulProcessor(Processor):
