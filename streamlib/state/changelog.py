@@ -46,6 +46,20 @@ def batch_ids(headers: pa.Array) -> np.ndarray:
     return ids
 
 
+def batch_headers(batch_id: int, n: int) -> pa.Array:
+    """``n`` rows of the headers column, each the one header ``streamlib.batch``.
+
+    Built from offsets and one taken struct: ``pa.repeat`` of a list scalar goes
+    through Python per row (27 ms for 20,000 rows, this 1 ms).
+
+    >>> batch_ids(batch_headers(7, 3)).tolist()
+    [7, 7, 7]
+    """
+    header = pa.array([{"key": BATCH_HEADER, "value": _BATCH.pack(batch_id)}], HEADER_TYPE.value_type)
+    return pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)),
+                                    header.take(np.zeros(n, dtype=np.int64)), type=HEADER_TYPE)
+
+
 class Changelog:
     """One partition of one changelog topic, written by one task at a time."""
 
@@ -83,11 +97,9 @@ class Changelog:
 
         Returns whether it was written (False: a duplicate of an earlier attempt) and the
         end offset after it. A missing timestamp means now."""
-        n = len(keys)
-        header = pa.scalar([{"key": BATCH_HEADER, "value": _BATCH.pack(batch_id)}], HEADER_TYPE)
         stamps = pc.fill_null(pa.array(timestamps, pa.int64()), int(time.time() * 1000))
         table = pa.table([stamps, pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
-                          pa.repeat(header, n)], schema=APPEND_SCHEMA)
+                          batch_headers(batch_id, len(keys))], schema=APPEND_SCHEMA)
         written = self.backend.append(self.topic, self.partition, table,
                                       producer_id=self.producer_id, sequence=batch_id)
         return written, self.backend.end_offsets(self.topic)[self.partition]
