@@ -1,7 +1,8 @@
 """Fault injection (issue 11, item 8): SIGKILL of the driver's whole process group at
 random points, restarts, lost and corrupted state, and one executor JVM killed
 mid-batch on ``local-cluster``; results must equal a failure-free run's. ``make test``
-runs 3 kills per registered topology (small inputs); ``make faults`` runs 50.
+runs 2 kills per registered topology (small inputs), each topology with its own seed so
+that together they reach every kill point; ``make faults`` runs 50.
 
 The five silent-loss bugs of issue 11 have their regression tests beside the features
 that fixed them: a changed task count (``test_one_instance.py``), a second instance
@@ -25,6 +26,11 @@ from topologies import REGISTRY
 #: kill point to come (at least 4 task batches), windows that close, late table
 #: updates. (The time is in the JVM starts, not in the records.)
 SMALL = 200
+#: Kills per topology inside ``make test``: each costs a JVM start (~30 s).
+KILLS = 2
+#: The kill points these seeds draw first: counts store-commit and restore, final-counts
+#: spark-commit and a timer, grace-join mid-batch and sink-append.
+SEEDS = {"counts": 7, "final-counts": 5, "grace-join": 4}
 
 
 def small(name: str):
@@ -32,16 +38,20 @@ def small(name: str):
     return replace(spec, inputs=partial(spec.inputs, n=SMALL))
 
 
-@pytest.mark.timeout(2400)  # five JVM starts: minutes each on a loaded machine
+def test_every_topology_has_its_seed():
+    assert sorted(SEEDS) == sorted(REGISTRY)
+
+
+@pytest.mark.timeout(2400)  # four JVM starts: minutes each on a loaded machine
 @pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_three_kills_lose_and_duplicate_nothing(name, tmp_path):
+def test_kills_lose_and_duplicate_nothing(name, tmp_path):
     spec = small(name)
     log = tmp_path / "runs.jsonl"
-    outcome = fault_run(spec, tmp_path, kills=3, seed=7, log=log)
-    assert outcome.kills == 3
+    outcome = fault_run(spec, tmp_path, kills=KILLS, seed=SEEDS[name], log=log)
+    assert outcome.kills == KILLS
     assert outcome.mismatches == [] and outcome.failures == []
     assert outcome.compared
-    assert f"| {name} | 3 | {outcome.restarts} |" in table_from_log(log)
+    assert f"| {name} | {KILLS} | {outcome.restarts} |" in table_from_log(log)
     # The comparison can fail: a repeated output record (without headers) is reported.
     backend = open_backend(f"local://{tmp_path / 'faulty' / 'log'}")
     topic = next(iter(spec.outputs))
@@ -60,8 +70,8 @@ def test_a_killed_executor_jvm_mid_batch_is_retried_on_the_other_and_results_are
     its rows (its Python workers die with it); Spark retries the task on the other
     executor, the run finishes by itself, and outputs and stores equal a failure-free
     run's (counts: a repartition, so the killed executor's shuffle files are lost too).
-    The failure-free run is the 3-kill test's (same seed and input)."""
-    outcome, killed = executor_kill_run(small("counts"), tmp_path, seed=7)
+    The failure-free run is the kill test's (same seed and input)."""
+    outcome, killed = executor_kill_run(small("counts"), tmp_path, seed=SEEDS["counts"])
     assert killed.startswith("executor "), killed
     assert outcome.mismatches == []
     assert outcome.compared and outcome.kills == 1
