@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from pyspark import TaskContext
 
 from streamlib.config import StreamsConfig
-from streamlib.runtime.task import Task
+from streamlib.runtime.task import Task, paused_gc
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, split_by_partition
 from streamlib.spark.daemon import start_worker_task
 from streamlib.spark.preaggregate import combine_task_rows
@@ -168,9 +168,13 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
             stores = STORE_CACHE.acquire(task_dir, cache_key, lambda: open_task_stores(
                 task_dir, specs, backend=backend, **options))
         task.begin(stores, batch_id, stream_time)
-        task.process_table(rows)
-        task.punctuate_wall_clock(now_millis())
-        task.commit()
+        # One pause from the rows to the commit: re-enabled in between, the collector
+        # ran over everything the batch still held (its stores' read caches and pending
+        # writes), ~3% of a windowed task's time.
+        with paused_gc():
+            task.process_table(rows)
+            task.punctuate_wall_clock(now_millis())
+            task.commit()
         output = output_table(task.take_output_table(), partition, plan.internal_topics)
         internal = pc.is_in(output.column("topic"), pa.array(sorted(plan.internal_topics), pa.string()))
         # Stores first, then sinks: a re-run after a crash in between undoes the stores'
