@@ -44,9 +44,11 @@ class SuppressProcessor(Processor):
         """A commit's updates at once: all put, then one eviction. That forwards what
         one by one would, in the same order, as long as no update is for a window the
         updates before it closed (an eviction step only ever takes entries above the
-        previous step's bound, so the steps concatenate into one sorted eviction). The
-        updates of a windowed aggregate's commit always qualify: it dropped records of
-        windows already closed by the time it saw them."""
+        previous step's bound, so the steps concatenate into one sorted eviction). A
+        time-windowed aggregate's commit qualifies: it dropped the records of windows
+        already closed when it saw them. Anything else goes one by one."""
+        if not records:
+            return
         grace, observed = self.grace_ms, self.observed_time
         for record in records:
             if record.key.window.end <= observed - grace:
