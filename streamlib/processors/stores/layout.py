@@ -60,7 +60,7 @@ class Layout:
 
     def data_key(self, kb: bytes, slot: Slot) -> bytes:
         if self.width == 1 and len(slot) == 1:
-            # the window store's case, once per window a batch touches: inline (1.8 -> 0.9 us)
+            # the window store's case, once per window a batch touches: inline (1.8 -> 0.7 us)
             return self.tag + _LEN.pack(len(kb)) + kb + _TIME.pack(slot[0] + _BIAS)
         return self.tag + _LEN.pack(len(kb)) + kb + self._times(slot)
 
