@@ -34,11 +34,15 @@ class SuppressProcessor(Processor):
     def process(self, record: Record) -> None:
         if record.timestamp > self.observed_time:
             self.observed_time = record.timestamp
+        self.buffer.put(*self._entry(record))
+        self._evict()
+
+    def _entry(self, record: Record) -> tuple[int, bytes, int, bytes]:
+        """The buffer entry of an update: (window end, windowed key, timestamp, change)."""
         change: Change = record.value
         serialize = self.value_serde.serialize
-        self.buffer.put(record.key.window.end, self.key_serde.serialize(record.key), record.timestamp,
-                        encode_change(serialize(change.new), serialize(change.old)))
-        self._evict()
+        return (record.key.window.end, self.key_serde.serialize(record.key), record.timestamp,
+                encode_change(serialize(change.new), serialize(change.old)))
 
     def process_many(self, records: list[Record]) -> None:
         """A commit's updates at once: all put, then one eviction. That forwards what
@@ -56,11 +60,8 @@ class SuppressProcessor(Processor):
                 return
             if record.timestamp > observed:
                 observed = record.timestamp
-        serialize, key_serialize = self.value_serde.serialize, self.key_serde.serialize
         try:
-            entries = [(record.key.window.end, key_serialize(record.key), record.timestamp,
-                        encode_change(serialize(record.value.new), serialize(record.value.old)))
-                       for record in records]
+            entries = [self._entry(record) for record in records]
         except Exception:  # noqa: BLE001 - one by one names the record that fails
             super().process_many(records)
             return
