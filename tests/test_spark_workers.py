@@ -128,6 +128,38 @@ def test_the_daemon_imports_what_tasks_need_before_it_forks_workers(spark):
     assert [r.found for r in rows] == ["pandas/_libs,pyarrow/_compute,rocksdict"]
 
 
+
+def test_sparks_own_daemon_imports_what_tasks_need_before_it_forks_workers():
+    # A session streamlib did not make runs Spark's own daemon, started as Spark does:
+    # the installed streamlib-spark-path.pth has it import the same before it listens
+    # (it writes its port once it does).
+    import struct
+    import subprocess
+
+    daemon = subprocess.Popen([sys.executable, "-m", "pyspark.daemon"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join([ZIP, PY4J, JAR])})
+    try:
+        (port,) = struct.unpack("!i", daemon.stdout.read(4))
+        with open(f"/proc/{daemon.pid}/maps") as maps:
+            text = maps.read()
+    finally:
+        daemon.stdin.close()   # the daemon's signal to stop
+        daemon.wait(timeout=60)
+    assert port > 0, daemon.stderr.read()
+    assert [lib for lib in ("pandas/_libs", "pyarrow/_compute", "rocksdict") if lib in text] == [
+        "pandas/_libs", "pyarrow/_compute", "rocksdict"]
+    assert b"RuntimeWarning" not in daemon.stderr.read()
+
+
+def test_only_sparks_daemon_preloads_at_interpreter_start():
+    from _streamlib_spark_path import is_spark_daemon
+
+    assert is_spark_daemon(["/venv/bin/python", "-m", "pyspark.daemon"])
+    assert not is_spark_daemon(["/venv/bin/python", "-m", "streamlib.spark.daemon"])
+    assert not is_spark_daemon(["/venv/bin/python", "-c", "pyspark.daemon"])
+    assert not is_spark_daemon(["/venv/bin/python", "pyspark.daemon"])
+
 def _loopback_pair():
     import socket
 
