@@ -1,5 +1,6 @@
 """StoreCache: a task's stores stay open between batches of one process, and are handed
 over (closed by the holder) as soon as another process wants them."""
+import os
 import shutil
 import subprocess
 import sys
@@ -145,3 +146,78 @@ def test_release_everywhere_empties_other_processes_caches_and_frees_the_locks(t
         holder.kill()
         holder.wait()
     assert release_everywhere(str(tmp_path / "missing"))
+
+
+# A process whose cache still holds a task's stores when it exits normally; an exit
+# hook registered before the cache's own (hooks run last-registered first) reports what
+# the cache left to the interpreter's finalization.
+EXITING = textwrap.dedent("""
+    import atexit, sys
+    def report():
+        from streamlib.state.cache import STORE_CACHE
+        reaper = STORE_CACHE._reaper
+        print(len(STORE_CACHE), reaper is not None and reaper.is_alive(), flush=True)
+    atexit.register(report)
+    from streamlib.state import StoreSpec, open_task_stores
+    from streamlib.state.cache import STORE_CACHE
+    task_dir = sys.argv[1]
+    stores = STORE_CACHE.acquire(task_dir, "k", lambda: open_task_stores(task_dir, [StoreSpec("counts", logging=False)]))
+    stores.begin(0)
+    stores["counts"].put(b"k", b"v")
+    stores.commit()
+    STORE_CACHE.release(task_dir, "k", stores)
+""")
+
+
+def test_a_normal_exit_stops_the_reaper_and_closes_the_cached_stores_first(tmp_path):
+    # Left to finalization, the open handles and the polling reaper made about one exit
+    # in six abort or segfault (a process that ran tasks itself, outside Spark's workers).
+    done = subprocess.run([sys.executable, "-c", EXITING, str(tmp_path / "0_0")], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "STREAMLIB_STORE_LEASE": "600"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0", "False"]
+    reopened = open_task_stores(str(tmp_path / "0_0"), [SPEC])  # the LOCK is free, the batch kept
+    try:
+        reopened.begin(1)
+        assert reopened["counts"].get(b"k") == b"v"
+    finally:
+        reopened.close()
+
+
+def test_a_failing_close_neither_stops_the_reaper_nor_keeps_other_entries_open(tmp_path, caplog):
+    cache = StoreCache(lease=0.2)
+    broken_dir, other_dir = str(tmp_path / "0_0"), str(tmp_path / "0_1")
+    broken = cache.acquire(broken_dir, "k", opener(broken_dir))
+    commit(broken, 0, b"a", b"1")
+    closes = []
+    broken.close = lambda: closes.append("broken") or (_ for _ in ()).throw(OSError("IO error: gone"))
+    cache.release(broken_dir, "k", broken)
+    deadline = time.monotonic() + 10
+    while not closes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert closes == ["broken"] and len(cache) == 0
+    other = cache.acquire(other_dir, "k", opener(other_dir))
+    commit(other, 0, b"b", b"2")
+    cache.release(other_dir, "k", other)
+    while len(cache) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(cache) == 0   # the reaper lived on and closed the next idle entry
+    assert cache._reaper.is_alive()
+    assert "IO error: gone" in caplog.text
+    cache.shutdown()
+    assert cache._reaper is None
+
+
+def test_task_stores_close_every_store_when_one_fails(tmp_path):
+    stores = open_task_stores(str(tmp_path / "0_0"), [SPEC, StoreSpec("other", logging=False)])
+    first = stores._all()[0]
+    failing_close = first.close
+    first.close = lambda: (failing_close(), (_ for _ in ()).throw(OSError("IO error: gone")))
+    try:
+        stores.close()
+    except OSError as exc:
+        assert "gone" in str(exc)
+    else:
+        raise AssertionError("the store's error was swallowed")
+    # every LOCK is free: the same process opens the copy again
+    open_task_stores(str(tmp_path / "0_0"), [SPEC, StoreSpec("other", logging=False)]).close()

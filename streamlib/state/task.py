@@ -111,9 +111,17 @@ class TaskStores(Mapping[str, KeyValueStore]):
                 setattr(store.metrics, name, value)
 
     def close(self) -> None:
-        """Release the RocksDB locks; uncommitted writes are discarded."""
+        """Release the RocksDB locks; uncommitted writes are discarded. Every store is
+        closed even when one fails (a deleted directory makes RocksDB's close fail):
+        the first error is raised after."""
+        error: Optional[Exception] = None
         for store in self._all():
-            store.close()
+            try:
+                store.close()
+            except Exception as exc:  # noqa: BLE001 - the other stores' LOCKs first
+                error = error or exc
+        if error is not None:
+            raise error
 
     def __enter__(self) -> TaskStores:
         return self
