@@ -21,14 +21,20 @@ of their own (``0`` skips it): otherwise the first setting measured pays the ses
 one-time costs, Spark's JIT warm-up (4-5 s) on one side and the first start of
 streamlib's Python processes (about 3 s) on the other, and its ratio says little.
 
+``--reps N`` runs every setting N times, the engines alternating (Spark, streamlib,
+Spark, ...), and ends with each setting's median ratio: on a 2-core machine one run's
+ratio moves by about 10% from run to run, more than most changes.
+
     .venv/bin/python benchmarks/windowed_bench.py [--events 2000000] [--batches 10]
         [--settings tumbling-final,tumbling-update,hopping-final,hopping-update] [--warmup-events 100000]
+        [--reps 1]
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -109,6 +115,7 @@ def run_spark(spark, parquet_dir: str, checkpoint: str, size_s: int, advance_s: 
 
 
 def build_topology(name: str, size_s: int, advance_s: int, final: bool):
+    """The windowed count of one setting, written to the topic ``windowed-bench-<name>``."""
     builder = StreamsBuilder()
     windows = TimeWindows.of(size_s * 1000, grace=GRACE_S * 1000)
     if advance_s != size_s:
@@ -145,6 +152,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--settings", default=",".join(SETTINGS))
     parser.add_argument("--warmup-events", type=int, default=100_000)
+    parser.add_argument("--reps", type=int, default=1)
     args = parser.parse_args()
 
     work = tempfile.mkdtemp(prefix="streamlib-windowed-bench-")
@@ -171,18 +179,25 @@ def main() -> None:
           f"local[2], both engines warmed up on {args.warmup_events:,} events, "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'setting':<17}{'engine':<11}{'seconds':>9}{'events/s':>11}{'vs spark':>9}  notes")
-    for name in args.settings.split(","):
-        size_s, advance_s, final = SETTINGS[name]
-        spark_s, spark_batches = run_spark(spark, f"{work}/parquet", f"{work}/ckpt-{name}", size_s, advance_s,
-                                           final)
-        print(f"{name:<17}{'spark':<11}{spark_s:>9.2f}{args.events / spark_s:>11,.0f}{'':>9}  "
-              f"{spark_batches} batches", flush=True)
-        ours_s, metrics, emitted = run_streamlib(spark, bootstrap, f"{work}/state", name, size_s, advance_s,
-                                                 final, per_batch)
-        print(f"{name:<17}{'streamlib':<11}{ours_s:>9.2f}{args.events / ours_s:>11,.0f}{spark_s / ours_s:>8.2f}x"
-              f"  {metrics['last_batch'] + 1} batches, {emitted:,} windows emitted, "
-              f"{metrics['dropped_records']:,} dropped, "
-              f"load {os.getloadavg()[0]:.1f}", flush=True)
+    ratios: dict[str, list[float]] = {}
+    for rep in range(args.reps):
+        for name in args.settings.split(","):
+            size_s, advance_s, final = SETTINGS[name]
+            run = name if rep == 0 else f"{name}-{rep}"   # its own checkpoint, application and output topic
+            spark_s, spark_batches = run_spark(spark, f"{work}/parquet", f"{work}/ckpt-{run}", size_s, advance_s,
+                                               final)
+            print(f"{name:<17}{'spark':<11}{spark_s:>9.2f}{args.events / spark_s:>11,.0f}{'':>9}  "
+                  f"{spark_batches} batches", flush=True)
+            ours_s, metrics, emitted = run_streamlib(spark, bootstrap, f"{work}/state", run, size_s, advance_s,
+                                                     final, per_batch)
+            ratios.setdefault(name, []).append(spark_s / ours_s)
+            print(f"{name:<17}{'streamlib':<11}{ours_s:>9.2f}{args.events / ours_s:>11,.0f}"
+                  f"{spark_s / ours_s:>8.2f}x  {metrics['last_batch'] + 1} batches, {emitted:,} windows emitted, "
+                  f"{metrics['dropped_records']:,} dropped, "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+    if args.reps > 1:
+        print("median ratio (Spark's seconds / streamlib's) over "
+              f"{args.reps} runs: " + ", ".join(f"{name} {statistics.median(r):.2f}x" for name, r in ratios.items()))
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
 
