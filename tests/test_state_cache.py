@@ -190,7 +190,12 @@ def test_a_failing_close_neither_stops_the_reaper_nor_keeps_other_entries_open(t
     broken = cache.acquire(broken_dir, "k", opener(broken_dir))
     commit(broken, 0, b"a", b"1")
     closes = []
-    broken.close = lambda: closes.append("broken") or (_ for _ in ()).throw(OSError("IO error: gone"))
+
+    def failing_close():
+        closes.append("broken")
+        raise OSError("IO error: gone")
+
+    broken.close = failing_close
     cache.release(broken_dir, "k", broken)
     deadline = time.monotonic() + 10
     while not closes and time.monotonic() < deadline:
@@ -211,8 +216,13 @@ def test_a_failing_close_neither_stops_the_reaper_nor_keeps_other_entries_open(t
 def test_task_stores_close_every_store_when_one_fails(tmp_path):
     stores = open_task_stores(str(tmp_path / "0_0"), [SPEC, StoreSpec("other", logging=False)])
     first = stores._all()[0]
-    failing_close = first.close
-    first.close = lambda: (failing_close(), (_ for _ in ()).throw(OSError("IO error: gone")))
+    real_close = first.close
+
+    def close_then_fail():
+        real_close()
+        raise OSError("IO error: gone")
+
+    first.close = close_then_fail
     try:
         stores.close()
     except OSError as exc:

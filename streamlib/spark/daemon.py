@@ -21,8 +21,9 @@ The daemon also imports, once, what every streamlib task needs (:data:`PRELOADED
 before it forks its first worker: a fresh worker would otherwise spend 0.3-0.5 s of its
 first task importing them, most of it pandas, which pyarrow imports the first time it
 converts a Python object. Spark's own daemon, in a session made otherwise, gets the
-same from the .pth (:func:`_streamlib_spark_path.preload_in_spark_daemon`). And each worker's socket acknowledges what the JVM sends
-at once (:mod:`streamlib.spark.worker_sockets`), before the worker reads its task.
+same from the .pth (:func:`_streamlib_spark_path.preload_in_spark_daemon`). And each
+worker's socket acknowledges what the JVM sends at once
+(:mod:`streamlib.spark.worker_sockets`), before the worker reads its task.
 """
 from __future__ import annotations
 
