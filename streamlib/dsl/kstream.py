@@ -151,10 +151,10 @@ class KStream:
     def to_table(self, materialized: Optional[Materialized] = None, name: Optional[str] = None):
         """The stream read as a changelog: a table of the latest value per key."""
         from .ktable import KTable, materialize
-        stream = self._repartition(None, self.key_serde, self.value_serde) \
-            if self._repartition_required else self
-        key_serde = (materialized and materialized.key_serde) or stream.key_serde
-        value_serde = (materialized and materialized.value_serde) or stream.value_serde
+        # Materialized's serdes also write the repartition topic (Kafka's toTable).
+        key_serde = (materialized and materialized.key_serde) or self.key_serde
+        value_serde = (materialized and materialized.value_serde) or self.value_serde
+        stream = self._repartition(None, key_serde, value_serde) if self._repartition_required else self
         store = materialize(self._graph, materialized, "KSTREAM-TOTABLE", key_serde, value_serde)
         node = self._graph.add("KSTREAM-TOTABLE", "table_source", [stream._node], name=name,
                                stores=(store,), store=store)
