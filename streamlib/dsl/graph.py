@@ -41,8 +41,14 @@ class GraphBuilder:
                                 f"{owner}; store names must be unique")
         self.stores[store.name] = store
 
-    def internal_store_name(self, prefix: str) -> str:
-        return f"{prefix}-STATE-STORE-{self._index:010d}"
+    def internal_store_name(self, prefix: str, owner: Optional[str] = None) -> str:
+        """A generated store name: numbered like the next node. For a store given later
+        to the existing node ``owner`` (a join's lookup store), the owner's own number
+        when that is taken: both tables of a join may need one, of the same step kind."""
+        name = f"{prefix}-STATE-STORE-{self._index:010d}"
+        if owner is not None and name in self.stores:
+            name = f"{prefix}-STATE-STORE-{owner.rsplit('-', 1)[1]}"
+        return name
 
     def build(self) -> Topology:
         return Topology(dict(self.nodes), dict(self.stores))

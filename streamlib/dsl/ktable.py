@@ -22,10 +22,11 @@ class Reversed:
 
 
 def materialize(graph: GraphBuilder, materialized: Optional[Materialized], prefix: str,
-                key_serde: Optional[Serde], value_serde: Optional[Serde]) -> str:
-    """Register the store behind a table and return its name (generated when unnamed)."""
+                key_serde: Optional[Serde], value_serde: Optional[Serde], owner: Optional[str] = None) -> str:
+    """Register the store behind a table and return its name (generated when unnamed;
+    ``owner``: the existing node it is for, see ``GraphBuilder.internal_store_name``)."""
     named = bool(materialized and materialized.store_name)
-    name = materialized.store_name if named else graph.internal_store_name(prefix)
+    name = materialized.store_name if named else graph.internal_store_name(prefix, owner)
     logging = materialized.logging if materialized else True
     caching = materialized.caching if materialized else True
     graph.add_store(StoreDef(name, "kv", key_serde, value_serde, logging=logging, queryable=named,
@@ -246,7 +247,7 @@ class KTable:
             raise TopologyError(f"{self._node}: this table has no store to join against; "
                                 "join the table it derives from, or materialize it")
         store = materialize(self._graph, None, node.name.rsplit("-", 1)[0], self.key_serde,
-                            self.value_serde)
+                            self.value_serde, owner=node.name)
         node.stores = (store,)
         node.params["store"] = store
         self._store = store
