@@ -106,6 +106,8 @@ class VersionedTableUpdateProcessor(_VersionedJoin):
             self.context.count("dropped_records")   # older than the grace: no join sees it
             return
         old = None if before is None else before[0]
+        if old == new:
+            return    # the records it applies to met this value already: nothing to correct
         had_result = old is not None or self.left
         for timestamp, value, headers in self.buffer.fetch(key, since, None if until is None else until - 1):
             if new is None and not self.left:
