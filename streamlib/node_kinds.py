@@ -66,6 +66,12 @@ class NodeKind:
     spark_only: bool = False
     #: the store kinds (``StoreDef.kind``) its nodes may use, owned or looked up
     stores: tuple[str, ...] = ()
+    #: whether the table a node of this kind makes is materialized in Kafka Streams'
+    #: sense (``KTableImpl.enableSendingOldValues(false)``), which makes a table filter
+    #: below it drop deletes of rows that never were: ``"always"`` (aggregations,
+    #: table-table joins), ``"named"`` (with a user-named store), ``"named or parent"``,
+    #: ``"parent"``; ``""``: never (see ``Topology.materialized_table``)
+    materialized: str = ""
 
     def __post_init__(self) -> None:
         known = _REGISTRY.get(self.name)
@@ -110,24 +116,27 @@ COLUMN = NodeKind("column", spark_only=True)
 
 # -- tables -------------------------------------------------------------------------------
 TO_STREAM = NodeKind("to_stream", new_value_only=True)
-TABLE_SOURCE = NodeKind("table_source", stores=("kv",))
-TABLE_FILTER = NodeKind("table_filter", derived_table=True, materializable=True, stores=("kv",))
+TABLE_SOURCE = NodeKind("table_source", stores=("kv",), materialized="named")
+TABLE_FILTER = NodeKind("table_filter", derived_table=True, materializable=True, stores=("kv",),
+                        materialized="named or parent")
 TABLE_MAP_VALUES = NodeKind("table_map_values", derived_table=True, materializable=True,
-                            stores=("kv",))
+                            stores=("kv",), materialized="named or parent")
 TABLE_SELECT = NodeKind("table_select")
 GLOBAL_SOURCE = NodeKind("global_source", global_table=True)
 GLOBAL_TABLE_SOURCE = NodeKind("global_table_source", global_table=True, stores=("kv",))
 
 # -- aggregations -------------------------------------------------------------------------
-AGGREGATE = NodeKind("aggregate", stores=("kv",))
+AGGREGATE = NodeKind("aggregate", stores=("kv",), materialized="always")
 #: a grouped stream's ``count()``: an aggregate whose cached result per commit depends
 #: only on how many records each key had, so it has a batch path (and a Spark lowering)
-COUNT = NodeKind("count", stores=("kv",))
-TABLE_AGGREGATE = NodeKind("table_aggregate", stores=("kv",))
-WINDOW_AGGREGATE = NodeKind("window_aggregate", time_aware=True, stores=("window",))
-SLIDING_AGGREGATE = NodeKind("sliding_aggregate", time_aware=True, stores=("window",))
-SESSION_AGGREGATE = NodeKind("session_aggregate", time_aware=True, stores=("session",))
-SUPPRESS = NodeKind("suppress", time_aware=True, stores=("buffer",))
+COUNT = NodeKind("count", stores=("kv",), materialized="always")
+TABLE_AGGREGATE = NodeKind("table_aggregate", stores=("kv",), materialized="always")
+WINDOW_AGGREGATE = NodeKind("window_aggregate", time_aware=True, stores=("window",), materialized="always")
+SLIDING_AGGREGATE = NodeKind("sliding_aggregate", time_aware=True, stores=("window",),
+                             materialized="always")
+SESSION_AGGREGATE = NodeKind("session_aggregate", time_aware=True, stores=("session",),
+                             materialized="always")
+SUPPRESS = NodeKind("suppress", time_aware=True, stores=("buffer",), materialized="parent")
 
 # -- joins --------------------------------------------------------------------------------
 STREAM_TABLE_JOIN = NodeKind("stream_table_join", stores=TABLE_STORES)
@@ -137,7 +146,7 @@ STREAM_TABLE_JOIN_UPDATE = NodeKind("stream_table_join_update", new_value_only=T
                                     stores=("versioned", "stream_buffer"))
 TABLE_JOIN = NodeKind("table_join", derived_table=True, stores=TABLE_STORES)
 TABLE_JOIN_MERGE = NodeKind("table_join_merge", derived_table=True, materializable=True,
-                            stores=("kv",))
+                            stores=("kv",), materialized="always")
 JOIN_WINDOW = NodeKind("join_window", stores=("window",))
 STREAM_JOIN = NodeKind("stream_join", stores=("window",))
 STREAM_OUTER_JOIN = NodeKind("stream_outer_join", time_aware=True, stores=("window", "join_outer"))

@@ -132,8 +132,13 @@ class Topology:
     def sends_old_values(self, name: str) -> bool:
         """Whether a KTable node must forward old values (Kafka Streams' ``sendOldValues``):
         true when a child (through filters, map_values and table–table joins) re-groups,
-        suppresses or is the kept side of a left/outer join (Kafka's ``doJoin``); false
-        when its changes only go ``to_stream()``."""
+        suppresses or is the kept side of a left/outer join (Kafka's ``doJoin``), and for
+        a table filter below a :meth:`materialized_table` (Kafka's ``KTableFilter`` asks
+        its parent, so that it drops deletes of rows that never were); false when its
+        changes only go ``to_stream()``."""
+        node = self.nodes[name]
+        if node.spec.name == "table_filter" and any(self.materialized_table(p) for p in node.parents):
+            return True
         for child in self.children(name):
             spec = self.nodes[child].spec
             if spec.new_value_only:
@@ -142,6 +147,19 @@ class Topology:
                 return True  # a left/outer join side needs to see whether a row existed
             if not spec.derived_table or self.sends_old_values(child):
                 return True
+        return False
+
+    def materialized_table(self, name: str) -> bool:
+        """Whether the table node ``name`` makes is materialized in Kafka Streams' sense
+        (``NodeKind.materialized``): it can send old values without a store added for it."""
+        node = self.nodes[name]
+        how = node.spec.materialized
+        store = node.params.get("store")
+        named = store is not None and store in self.stores and self.stores[store].queryable
+        if how == "always" or (how in ("named", "named or parent") and named):
+            return True
+        if how in ("named or parent", "parent"):
+            return any(self.materialized_table(p) for p in node.parents)
         return False
 
     def batch_reader(self, sub: SubTopology) -> Optional[tuple[Node, Node]]:
