@@ -91,6 +91,25 @@ def table_reduce() -> Topology:
     return builder.build()
 
 
+def count_filter() -> Topology:
+    builder = StreamsBuilder()
+    (builder.stream("in", consumed=strings()).group_by_key()
+     .count(materialized=Materialized.as_("counts"))
+     .filter(lambda k, n: n % 2 == 0)
+     .to_stream().to("out", produced=Produced.with_(S, L)))
+    return builder.build()
+
+
+def table_filters() -> Topology:
+    builder = StreamsBuilder()
+    (builder.table("in", consumed=strings(), materialized=Materialized.as_("source"))
+     .filter(lambda k, v: int(v) % 2 == 0)
+     .map_values(lambda v: v + "!")
+     .filter_not(lambda k, v: v.startswith(("0", "2")))
+     .to_stream().to("out", produced=Produced.with_(S, S)))
+    return builder.build()
+
+
 def _sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
 
@@ -114,6 +133,8 @@ SCENARIOS: dict[str, Scenario] = {
     "stream-reduce": Scenario(stream_reduce, S, number_or_tombstone),
     "table-aggregate": Scenario(table_aggregate, L, word_or_tombstone),
     "table-reduce": Scenario(table_reduce, S, _letter_digit_or_tombstone),
+    "count-filter": Scenario(count_filter, L, number_or_tombstone),
+    "table-filters": Scenario(table_filters, S, number_or_tombstone),
 }
 
 

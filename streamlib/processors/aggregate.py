@@ -34,8 +34,15 @@ class StreamAggregateProcessor(StatefulProcessor):
         previous = self.store.get_by_bytes(kb)
         if previous is None:
             old, timestamp = None, record.timestamp
-            new = record.value if self.reduce else self.aggregator(record.key, record.value,
-                                                                  self.initializer())
+            if self.reduce:
+                new = record.value
+            else:
+                initial = self.initializer()
+                new = self.aggregator(record.key, record.value, initial)
+                if not self.emitter.caching:
+                    # Kafka's KStreamAggregate forwards the initial aggregate as the old
+                    # value (a filter below may pass it); its cache, the store's: none.
+                    old = initial
         else:
             old, timestamp = previous[0], max(record.timestamp, previous[1])
             new = self.aggregator(old, record.value) if self.reduce else \

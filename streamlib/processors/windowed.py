@@ -150,7 +150,9 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
                 continue
             previous = self.store.get(key, window.start)
             if previous is None:
-                old, agg, new_timestamp = None, self.initial(), timestamp
+                agg, new_timestamp = self.initial(), timestamp
+                # as KStreamWindowAggregate: the initial aggregate is the old value (not cached)
+                old = None if self.emitter.caching else agg
             else:
                 old, agg, new_timestamp = previous[0], previous[0], max(timestamp, previous[1])
             new = self.aggregator(key, record.value, agg)

@@ -43,6 +43,10 @@ final class Scenarios {
                 Serdes.String().deserializer(), Serdes.Long().deserializer()));
         ALL.put("table-reduce", new Scenario(Scenarios::tableReduce,
                 Serdes.String().deserializer(), Serdes.String().deserializer()));
+        ALL.put("count-filter", new Scenario(Scenarios::countFilter,
+                Serdes.String().deserializer(), Serdes.Long().deserializer()));
+        ALL.put("table-filters", new Scenario(Scenarios::tableFilters,
+                Serdes.String().deserializer(), Serdes.String().deserializer()));
         WindowScenarios.register(ALL);
         JoinScenarios.register(ALL);
     }
@@ -110,6 +114,30 @@ final class Scenarios {
                 .reduce((a, b) -> String.valueOf(Long.parseLong(a) + Long.parseLong(b)),
                         (a, b) -> String.valueOf(Long.parseLong(a) - Long.parseLong(b)),
                         Materialized.as("sums"))
+                .toStream()
+                .to("out", Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /** The even counts per key: a filter below an aggregation (a materialized table). */
+    static Topology countFilter() {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream("in", strings())
+                .groupByKey()
+                .count(Materialized.as("counts"))
+                .filter((k, n) -> n % 2 == 0)
+                .toStream()
+                .to("out", Produced.with(Serdes.String(), Serdes.Long()));
+        return builder.build();
+    }
+
+    /** A named table's even values above 2, then mapped: filters below a materialized table. */
+    static Topology tableFilters() {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.table("in", strings(), Materialized.as("source"))
+                .filter((k, v) -> Long.parseLong(v) % 2 == 0)
+                .mapValues(v -> v + "!")
+                .filterNot((k, v) -> v.startsWith("0") || v.startsWith("2"))
                 .toStream()
                 .to("out", Produced.with(Serdes.String(), Serdes.String()));
         return builder.build();
