@@ -7,6 +7,14 @@ from ..node_kinds import NodeKind
 from ..topology import Node, StoreDef, Topology, TopologyError
 
 
+def require_functions(step: str, **functions: Any) -> None:
+    """Refuse a missing function at the DSL call that takes it, as Kafka Streams does
+    (its ``NullPointerException``), not at the first record that would call it."""
+    for what, function in functions.items():
+        if function is None:
+            raise TypeError(f"{step}(): {what} must be a function, not None")
+
+
 class GraphBuilder:
     """Adds nodes with Kafka Streams-style generated names (``KSTREAM-FILTER-0000000003``)."""
 

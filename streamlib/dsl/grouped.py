@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from ..serdes import Serde, Serdes
-from .graph import GraphBuilder
+from .graph import GraphBuilder, require_functions
 from .ktable import KTable, materialize
 from .options import Materialized
 
@@ -49,12 +49,14 @@ class KGroupedStream(_Grouped):
 
     def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Optional[Materialized] = None) -> KTable:
         """Combine values per key with ``reducer(aggregate, value)``."""
+        require_functions("reduce", reducer=reducer)
         return self._aggregate("KSTREAM-REDUCE", "aggregate", materialized, self.value_serde,
                                initializer=None, aggregator=reducer, op="reduce")
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Optional[Materialized] = None) -> KTable:
         """Fold values per key: ``aggregator(key, value, aggregate)`` from ``initializer()``."""
+        require_functions("aggregate", initializer=initializer, aggregator=aggregator)
         return self._aggregate("KSTREAM-AGGREGATE", "aggregate", materialized, None,
                                initializer=initializer, aggregator=aggregator, op="aggregate")
 
@@ -78,12 +80,14 @@ class KGroupedTable(_Grouped):
 
     def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
                materialized: Optional[Materialized] = None) -> KTable:
+        require_functions("reduce", adder=adder, subtractor=subtractor)
         return self._aggregate("KTABLE-REDUCE", "table_aggregate", materialized, self.value_serde,
                                initializer=None, adder=adder, subtractor=subtractor, op="reduce")
 
     def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
                   subtractor: Callable[[Any, Any, Any], Any],
                   materialized: Optional[Materialized] = None) -> KTable:
+        require_functions("aggregate", initializer=initializer, adder=adder, subtractor=subtractor)
         return self._aggregate("KTABLE-AGGREGATE", "table_aggregate", materialized, None,
                                initializer=initializer, adder=adder, subtractor=subtractor,
                                op="aggregate")

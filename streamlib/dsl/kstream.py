@@ -5,7 +5,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from ..serdes import Serde
 from ..topology import TopologyError
-from .graph import GraphBuilder
+from .graph import GraphBuilder, require_functions
 from .options import Grouped, Joined, Materialized, Produced, Repartitioned
 
 
@@ -55,6 +55,7 @@ class KStream:
     def filter(self, predicate: Callable[[Any, Any], bool], name: Optional[str] = None) -> "KStream":
         """Keep records for which ``predicate(key, value)`` is true (or, given a Spark
         ``Column`` over ``key``/``value``, for which it is true in the JVM)."""
+        require_functions("filter", predicate=predicate)
         if is_column(predicate):
             return self._column("KSTREAM-FILTER", "filter", predicate, name, value_changed=False)
         return self._then("KSTREAM-FILTER", "filter", value_changed=False, name=name,
@@ -62,6 +63,7 @@ class KStream:
 
     def filter_not(self, predicate: Callable[[Any, Any], bool], name: Optional[str] = None) -> "KStream":
         """Drop records for which ``predicate(key, value)`` is true (or a ``Column`` is)."""
+        require_functions("filter_not", predicate=predicate)
         if is_column(predicate):
             return self._column("KSTREAM-FILTER", "filter", predicate, name, value_changed=False,
                                 negate=True)
@@ -70,27 +72,32 @@ class KStream:
 
     def map(self, mapper: Callable[[Any, Any], tuple], name: Optional[str] = None) -> "KStream":
         """Replace each record by ``mapper(key, value) -> (new_key, new_value)``."""
+        require_functions("map", mapper=mapper)
         return self._then("KSTREAM-MAP", "map", key_changed=True, name=name, mapper=mapper)
 
     def map_values(self, mapper: Callable[[Any], Any], name: Optional[str] = None) -> "KStream":
         """Replace each value by ``mapper(value)`` (or a ``Column``); the key is kept."""
+        require_functions("map_values", mapper=mapper)
         if is_column(mapper):
             return self._column("KSTREAM-MAPVALUES", "map_values", mapper, name)
         return self._then("KSTREAM-MAPVALUES", "map_values", name=name, mapper=mapper)
 
     def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple]], name: Optional[str] = None) -> "KStream":
         """Replace each record by zero or more ``(key, value)`` pairs."""
+        require_functions("flat_map", mapper=mapper)
         return self._then("KSTREAM-FLATMAP", "flat_map", key_changed=True, name=name, mapper=mapper)
 
     def flat_map_values(self, mapper: Callable[[Any], Iterable], name: Optional[str] = None) -> "KStream":
         """Replace each value by zero or more values (or the elements of an array
         ``Column``, e.g. ``F.split(F.col("value"), " ")``); the key is kept."""
+        require_functions("flat_map_values", mapper=mapper)
         if is_column(mapper):
             return self._column("KSTREAM-FLATMAPVALUES", "flat_map_values", mapper, name)
         return self._then("KSTREAM-FLATMAPVALUES", "flat_map_values", name=name, mapper=mapper)
 
     def select_key(self, mapper: Callable[[Any, Any], Any], name: Optional[str] = None) -> "KStream":
         """Set the key to ``mapper(key, value)`` (or a ``Column``)."""
+        require_functions("select_key", mapper=mapper)
         if is_column(mapper):
             return self._column("KSTREAM-KEY-SELECT", "select_key", mapper, name, key_changed=True,
                                 value_changed=False)
@@ -99,10 +106,12 @@ class KStream:
 
     def peek(self, action: Callable[[Any, Any], None], name: Optional[str] = None) -> "KStream":
         """Call ``action(key, value)`` for each record and pass it on unchanged."""
+        require_functions("peek", action=action)
         return self._then("KSTREAM-PEEK", "peek", value_changed=False, name=name, action=action)
 
     def foreach(self, action: Callable[[Any, Any], None], name: Optional[str] = None) -> None:
         """Call ``action(key, value)`` for each record (terminal)."""
+        require_functions("foreach", action=action)
         self._graph.add("KSTREAM-FOREACH", "foreach", [self._node], name=name, action=action)
 
     def merge(self, other: "KStream", name: Optional[str] = None) -> "KStream":
@@ -182,6 +191,7 @@ class KStream:
         key_selector, joiner)``). ``stream_joined`` gives a stream–stream join's serdes
         (Kafka's ``StreamJoined``: key, this value, other value).
         """
+        require_functions("join", joiner=joiner)
         if not _is_table(other):
             return _other_join(self, other, joiner, joined, "join", stream_joined)
         return self._table_join(other, joiner, joined, left=False)
@@ -190,6 +200,7 @@ class KStream:
                   joined: Optional[Joined] = None, stream_joined: Optional[Joined] = None) -> "KStream":
         """Like :meth:`join`, but a record without a row (or with a ``None`` key) yields
         ``joiner(value, None)``. Also for streams and global tables, as :meth:`join`."""
+        require_functions("left_join", joiner=joiner)
         if not _is_table(other):
             return _other_join(self, other, joiner, joined, "left_join", stream_joined)
         return self._table_join(other, joiner, joined, left=True)
@@ -207,6 +218,7 @@ class KStream:
         >>> clicks.outer_join(views, lambda c, v: f"{c}/{v}",
         ...                   JoinWindows.of_time_difference(5_000)).to("out")
         """
+        require_functions("outer_join", joiner=joiner)
         return _other_join(self, other, joiner, windows, "outer_join", stream_joined)
 
     def _table_join(self, table: Any, joiner: Callable[[Any, Any], Any], joined: Optional[Joined],
@@ -257,6 +269,7 @@ class KStream:
 
     def group_by(self, selector: Callable[[Any, Any], Any], grouped: Optional[Grouped] = None):
         """Group by ``selector(key, value)`` (always repartitions, like Kafka Streams)."""
+        require_functions("group_by", selector=selector)
         return self.select_key(selector).group_by_key(grouped)
 
     def __repr__(self) -> str:
@@ -294,6 +307,7 @@ class BranchedKStream:
 
     def branch(self, predicate: Callable[[Any, Any], bool], name: Optional[str] = None) -> "BranchedKStream":
         """Records matching ``predicate(key, value)`` (and no earlier branch) go to this branch."""
+        require_functions("branch", predicate=predicate)
         self._predicates.append(predicate)
         self._names.append(self._prefix + (name or str(len(self._names) + 1)))
         return self

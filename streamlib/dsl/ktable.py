@@ -6,7 +6,7 @@ from typing import Any, Callable, Optional
 
 from ..serdes import Serde
 from ..topology import StoreDef, TopologyError
-from .graph import GraphBuilder
+from .graph import GraphBuilder, require_functions
 from .options import Grouped, Materialized, Suppressed
 
 
@@ -77,18 +77,21 @@ class KTable:
                name: Optional[str] = None) -> "KTable":
         """Keep rows for which ``predicate(key, value)`` holds; an update that no longer
         matches becomes a delete downstream."""
+        require_functions("filter", predicate=predicate)
         return self._derive("KTABLE-FILTER", "table_filter", materialized, self.value_serde, name,
                             predicate=predicate, negate=False)
 
     def filter_not(self, predicate: Callable[[Any, Any], bool], materialized: Optional[Materialized] = None,
                    name: Optional[str] = None) -> "KTable":
         """Drop rows for which ``predicate(key, value)`` holds."""
+        require_functions("filter_not", predicate=predicate)
         return self._derive("KTABLE-FILTER", "table_filter", materialized, self.value_serde, name,
                             predicate=predicate, negate=True)
 
     def map_values(self, mapper: Callable[[Any], Any], materialized: Optional[Materialized] = None,
                    name: Optional[str] = None) -> "KTable":
         """Replace each value by ``mapper(value)``."""
+        require_functions("map_values", mapper=mapper)
         return self._derive("KTABLE-MAPVALUES", "table_map_values", materialized, None, name,
                             mapper=mapper)
 
@@ -143,6 +146,7 @@ class KTable:
     def group_by(self, selector: Callable[[Any, Any], tuple], grouped: Optional[Grouped] = None):
         """Re-group rows by ``selector(key, value) -> (new_key, new_value)`` for a
         :class:`KGroupedTable` aggregation (Kafka Streams' ``KTable#groupBy``)."""
+        require_functions("group_by", selector=selector)
         from .grouped import KGroupedTable
         grouped = grouped or Grouped()
         base = grouped.name or self._graph.next_name("KTABLE-REPARTITION")
@@ -183,6 +187,7 @@ class KTable:
         >>> orders.join(customers, lambda o, c: f"{o}/{c}",
         ...             foreign_key_extractor=lambda o: o.split(":")[0]).to_stream().to("out2")
         """
+        require_functions("join", joiner=joiner)
         if foreign_key_extractor is not None:
             from .fk_join import foreign_key_join
             return foreign_key_join(self, other, joiner, foreign_key_extractor, False, materialized, name)
@@ -193,6 +198,7 @@ class KTable:
                   foreign_key_extractor: Optional[Callable[[Any], Any]] = None) -> "KTable":
         """Left join: every row of this table, ``joiner(value, other_value_or_None)``
         (with ``foreign_key_extractor``: a foreign-key left join, see :meth:`join`)."""
+        require_functions("left_join", joiner=joiner)
         if foreign_key_extractor is not None:
             from .fk_join import foreign_key_join
             return foreign_key_join(self, other, joiner, foreign_key_extractor, True, materialized, name)
@@ -201,6 +207,7 @@ class KTable:
     def outer_join(self, other: "KTable", joiner: Callable[[Any, Any], Any],
                    materialized: Optional[Materialized] = None, name: Optional[str] = None) -> "KTable":
         """Outer join: a row for every key of either table; the missing side is ``None``."""
+        require_functions("outer_join", joiner=joiner)
         return self._join(other, joiner, "outer", materialized, name)
 
     def _join(self, other: "KTable", joiner: Callable[[Any, Any], Any], how: str,

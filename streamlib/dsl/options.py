@@ -5,11 +5,13 @@ default serdes or to a generated name.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Callable, Optional
 
 from ..serdes import Serde
+from ..topology import TopologyError
 from ..time import Duration, to_millis
 
 
@@ -88,6 +90,9 @@ class Repartitioned:
         return replace(self, num_partitions=n)
 
 
+_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+
+
 @dataclass(frozen=True)
 class Materialized:
     """Name (queryable) and serdes of the store behind a KTable."""
@@ -99,6 +104,13 @@ class Materialized:
     caching: bool = True
     #: how long a window store keeps windows (at least the windows' size + grace)
     retention_ms: int = 0
+
+    def __post_init__(self) -> None:
+        # Kafka's rule for names (its changelog topic is named after the store)
+        name = self.store_name
+        if name is not None and not (0 < len(name) <= 249 and _LEGAL_NAME.fullmatch(name)):
+            raise TopologyError(f"store name {name!r} is illegal: use 1-249 characters of "
+                                "ASCII letters, digits, '.', '_' and '-'")
 
     @staticmethod
     def as_(store_name: str) -> "Materialized":

@@ -7,7 +7,7 @@ from typing import Any, Callable, Optional
 from ..serdes import Serde, Serdes
 from ..topology import StoreDef, TopologyError
 from ..windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
-from .graph import GraphBuilder
+from .graph import GraphBuilder, require_functions
 from .ktable import KTable
 from .options import Materialized
 
@@ -163,12 +163,14 @@ class TimeWindowedKStream(_WindowedStream):
     def reduce(self, reducer: Callable[[Any, Any], Any],
                materialized: Optional[Materialized] = None) -> KTable:
         """Combine values per key and window with ``reducer(aggregate, value)``."""
+        require_functions("reduce", reducer=reducer)
         return self._aggregate(self._kind(), materialized, self.value_serde, initializer=None,
                                aggregator=_Reducer(reducer), op="reduce")
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Optional[Materialized] = None) -> KTable:
         """Fold values per key and window: ``aggregator(key, value, aggregate)``."""
+        require_functions("aggregate", initializer=initializer, aggregator=aggregator)
         return self._aggregate(self._kind(), materialized, None, initializer=initializer,
                                aggregator=aggregator, op="aggregate")
 
@@ -196,6 +198,7 @@ class SessionWindowedKStream(_WindowedStream):
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
                materialized: Optional[Materialized] = None) -> KTable:
+        require_functions("reduce", reducer=reducer)
         aggregate = _Reducer(reducer)
         return self._aggregate("session_aggregate", materialized, self.value_serde, initializer=None,
                                aggregator=aggregate, merger=_ReducerMerger(aggregate), op="reduce")
@@ -205,6 +208,7 @@ class SessionWindowedKStream(_WindowedStream):
                   materialized: Optional[Materialized] = None) -> KTable:
         """Fold values per key and session; ``merger(key, agg1, agg2)`` joins two
         sessions that a record brings within the inactivity gap of each other."""
+        require_functions("aggregate", initializer=initializer, aggregator=aggregator, merger=merger)
         return self._aggregate("session_aggregate", materialized, None, initializer=initializer,
                                aggregator=aggregator, merger=merger, op="aggregate")
 
