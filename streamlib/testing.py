@@ -25,6 +25,67 @@ from .topology import Topology, TopologyError
 _KIND_NAMES = {"kv": "key-value", "window": "window", "session": "session"}
 
 
+class PendingRecords:
+    """Records queued per topic, taken as a Kafka Streams task takes them (its
+    ``PartitionGroup``): next from the topic whose first record has the smallest
+    timestamp. Ties fall as in Kafka, whose topics wait in a ``java.util.PriorityQueue``:
+    its binary heap is reproduced here (``heapq`` breaks ties differently)."""
+
+    def __init__(self) -> None:
+        self._queues: dict[str, deque] = defaultdict(deque)
+        self._heap: list[str] = []   # topics with records, as Java's heap array
+
+    def add(self, topic: str, record: tuple) -> None:
+        """Queue ``record`` (its first field the timestamp) on ``topic``."""
+        queue = self._queues[topic]
+        queue.append(record)
+        if len(queue) == 1:
+            self._offer(topic)
+
+    def pop(self) -> Optional[tuple[str, tuple]]:
+        """``(topic, record)`` of the next record, or None when none waits."""
+        if not self._heap:
+            return None
+        topic = self._poll()
+        queue = self._queues[topic]
+        record = queue.popleft()
+        if queue:
+            self._offer(topic)
+        return topic, record
+
+    def _head(self, topic: str) -> int:
+        return self._queues[topic][0][0]
+
+    def _offer(self, topic: str) -> None:   # PriorityQueue.offer: sift up
+        heap, key = self._heap, self._head(topic)
+        heap.append(topic)
+        k = len(heap) - 1
+        while k > 0:
+            parent = (k - 1) >> 1
+            if key >= self._head(heap[parent]):
+                break
+            heap[k] = heap[parent]
+            k = parent
+        heap[k] = topic
+
+    def _poll(self) -> str:   # PriorityQueue.poll: the last moves to the root, sifts down
+        heap = self._heap
+        top, last = heap[0], heap.pop()
+        n = len(heap)
+        if n:
+            key, k = self._head(last), 0
+            while k < n >> 1:
+                child = 2 * k + 1
+                if child + 1 < n and self._head(heap[child]) > self._head(heap[child + 1]):
+                    child += 1
+                if key <= self._head(heap[child]):
+                    break
+                heap[k] = heap[child]
+                k = child
+            heap[k] = last
+        return top
+
+
 @dataclass
 class TestRecord:
     """An output record: key, value, timestamp and headers."""
@@ -157,6 +218,7 @@ class TopologyTestDriver:
         self._internal = {t for sub in topology.subtopologies for t in sub.repartition_inputs}
         self._read_topics = {t for sub in topology.subtopologies for t in sub.input_topics}
         self._read_topics |= set(self._global_topics)
+        self._pending = PendingRecords()
 
     # -- topics --------------------------------------------------------------------------
     def create_input_topic(self, name: str, key_serde: Serde, value_serde: Serde) -> TestInputTopic:
@@ -170,34 +232,42 @@ class TopologyTestDriver:
 
     def _pipe(self, topic: str, key: Optional[bytes], value: Optional[bytes],
               timestamp: Optional[int], headers: tuple) -> None:
-        self._process(topic, self._wall_clock if timestamp is None else timestamp, key, value, headers)
+        self._write(topic, self._wall_clock if timestamp is None else timestamp, key, value, headers)
+        self._process_pending()
 
-    def _process(self, topic: str, ts: int, key: Optional[bytes], value: Optional[bytes],
-                 headers: tuple) -> None:
-        """Process one record, then each record it produced in turn, depth first, as
-        Kafka Streams' driver does: a record written to a topic the topology reads
-        (a repartition topic, or any source topic) is processed before the next output
-        of the record that produced it."""
+    def _write(self, topic: str, ts: int, key: Optional[bytes], value: Optional[bytes],
+               headers: tuple) -> None:
+        """A record written to ``topic`` (piped, or output of a task): a global table's
+        update at once, queued for the tasks that read the topic."""
         offset = self._offsets[topic]
         self._offsets[topic] += 1
         if topic in self._global_topics:
             self._globals[self._global_topics[topic]].apply([(key, value, ts)])
-        for task in self._tasks:
-            if topic not in task.sources:
-                continue
-            self._run(task, lambda: task.process(topic, 0, offset, ts, key, value, headers))
+        if any(topic in task.sources for task in self._tasks):
+            self._pending.add(topic, (ts, offset, key, value, headers))
+
+    def _process_pending(self) -> None:
+        """Process queued records one at a time, as Kafka Streams' driver does: all the
+        records one produced (to repartition or source topics) are queued before the
+        next is taken, from the topic whose first record is oldest."""
+        while (pending := self._pending.pop()) is not None:
+            topic, (ts, offset, key, value, headers) = pending
+            for task in self._tasks:
+                if topic in task.sources:
+                    self._run(task, lambda: task.process(topic, 0, offset, ts, key, value, headers))
 
     def _run(self, task: Task, work) -> None:
-        """One commit of ``task`` around ``work``, then its output, depth first."""
+        """One commit of ``task`` around ``work``; its output recorded and written on."""
         self._batch += 1
         task.begin(self._stores.get(task.task_id), self._batch)
         work()
         task.commit()
         for out_topic, _, out_ts, out_key, out_value, out_headers in task.take_output():
-            if out_topic not in self._internal:
-                self._outputs[out_topic].append((0, out_ts, out_key, out_value, out_headers))
+            # a repartition topic is readable under its full name, as in Kafka's driver
+            name = f"{self.config.application_id}-{out_topic}" if out_topic in self._internal else out_topic
+            self._outputs[name].append((0, out_ts, out_key, out_value, out_headers))
             if out_topic in self._read_topics:
-                self._process(out_topic, out_ts, out_key, out_value, out_headers)
+                self._write(out_topic, out_ts, out_key, out_value, out_headers)
 
     # -- state and time ------------------------------------------------------------------
     def _view(self, name: str, kind: Optional[str] = None) -> Any:
@@ -235,6 +305,7 @@ class TopologyTestDriver:
         self._wall_clock += to_millis(duration)
         for task in self._tasks:
             self._run(task, lambda: task.punctuate_wall_clock(self._wall_clock))
+        self._process_pending()
 
     def metrics(self) -> dict[str, Any]:
         totals: dict[str, Any] = defaultdict(int)
