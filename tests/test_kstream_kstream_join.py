@@ -285,7 +285,7 @@ def test_rekeyed_sides_are_repartitioned_and_describe_shows_it():
             Joined.with_(I, S, S)).to("out", Produced.with_(I, S))
     topology = builder.build()
     text = topology.describe()
-    assert "KSTREAM-REPARTITION" in text and "-repartition" in text
+    assert "(topic: <application_id>-KSTREAM-KEY-SELECT-0000000001-repartition)" in text
     assert len(topology.subtopologies) == 2
     with driver_for(topology) as driver:
         driver.create_input_topic("topic1", I, S).pipe_input(0, "A", 5)

@@ -136,7 +136,7 @@ def test_should_reuse_repartition_topic_with_generated_name():
     sinks = [n for n in topology if n.kind == "repartition"]
     assert len(sinks) == 1
     topic = sinks[0].params["topic"]
-    assert topic.startswith("KSTREAM-REPARTITION-") and topic.endswith("-repartition")
+    assert topic == "KSTREAM-MAP-0000000007-repartition"   # Kafka's name: the re-keying step's
     assert len(topology.subtopologies) == 2
     assert sorted(topology.subtopologies[1].input_topics) == sorted(["topic2", "topic3", topic])
     assert "(topics: [app-" + topic + "])" in topology.describe("app")

@@ -1,6 +1,7 @@
 """``StreamsBuilder``: the entry point of the DSL."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional, Sequence, Union
 
 from ..topology import Topology, TopologyError
@@ -28,6 +29,8 @@ class StreamsBuilder:
     def __init__(self) -> None:
         self._graph = GraphBuilder()
         self._topics_read: set[str] = set()
+        #: (topics, consumed) -> the source node of the streams over them
+        self._stream_sources: dict[tuple, str] = {}
 
     def stream(self, topics: Union[str, Sequence[str]], consumed: Optional[Consumed] = None) -> KStream:
         """A record stream over one or several topics."""
@@ -35,17 +38,24 @@ class StreamsBuilder:
         if not topic_list:
             raise TopologyError("stream() needs at least one topic")
         consumed = consumed or Consumed()
-        node = self._source(topic_list, consumed)
+        # Kafka Streams merges the sources of two streams over the same topics.
+        same = (frozenset(topic_list), consumed)
+        node = self._stream_sources.get(same) or self._source(topic_list, consumed)
+        self._stream_sources[same] = node
         return KStream(self._graph, node, consumed.key_serde, consumed.value_serde)
 
     def table(self, topic: str, consumed: Optional[Consumed] = None,
               materialized: Optional[Materialized] = None) -> KTable:
         """A changelog stream of ``topic`` read as a table: the latest value per key."""
         consumed = consumed or Consumed()
-        source = self._source([topic], consumed)
-        key_serde = (materialized and materialized.key_serde) or consumed.key_serde
-        value_serde = (materialized and materialized.value_serde) or consumed.value_serde
-        store = materialize(self._graph, materialized, "KTABLE-SOURCE", key_serde, value_serde)
+        # The topic is read with Materialized's serdes where Consumed has none (Kafka's
+        # table(topic, materialized)); Consumed's win (table(topic, consumed, materialized)).
+        key_serde = consumed.key_serde or (materialized and materialized.key_serde) or None
+        value_serde = consumed.value_serde or (materialized and materialized.value_serde) or None
+        generated = None if materialized and materialized.store_name else self._graph.topic_store_name(topic)
+        source = self._source([topic], replace(consumed, key_serde=key_serde, value_serde=value_serde))
+        store = materialize(self._graph, materialized, "KTABLE-SOURCE", key_serde, value_serde,
+                            generated=generated)
         node = self._graph.add("KTABLE-SOURCE", "table_source", [source], stores=(store,), store=store)
         return KTable(self._graph, node, key_serde, value_serde, store, queryable=bool(
             materialized and materialized.store_name))

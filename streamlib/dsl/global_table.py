@@ -45,9 +45,7 @@ def add_global_table(graph: GraphBuilder, topic: str, consumed: Optional[Consume
     shows as a global sub-topology (named as Kafka's ``globalTable``)."""
     consumed = consumed or Consumed()
     named = bool(materialized and materialized.store_name)
-    store = materialized.store_name if named else f"{topic}-STATE-STORE-{graph._index:010d}"
-    if not named:
-        graph._index += 1
+    store = materialized.store_name if named else graph.topic_store_name(topic)
     key_serde = (materialized and materialized.key_serde) or consumed.key_serde
     value_serde = (materialized and materialized.value_serde) or consumed.value_serde
     graph.add_store(StoreDef(store, "kv", key_serde, value_serde, logging=False, queryable=named,

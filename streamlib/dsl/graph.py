@@ -58,5 +58,12 @@ class GraphBuilder:
             name = f"{prefix}-STATE-STORE-{owner.rsplit('-', 1)[1]}"
         return name
 
+    def topic_store_name(self, topic: str) -> str:
+        """The generated store name of a table read from ``topic``, as Kafka Streams makes
+        it: after the topic, numbered before the table's nodes (taking an index)."""
+        name = f"{topic}-STATE-STORE-{self._index:010d}"
+        self._index += 1
+        return name
+
     def build(self) -> Topology:
         return Topology(dict(self.nodes), dict(self.stores))

@@ -21,20 +21,47 @@ def _count_sub(key: Any, value: Any, agg: int) -> int:
     return agg - 1
 
 
+class GroupingRepartition:
+    """The repartition a grouping needs after a key change, made by each aggregation
+    of the group as Kafka Streams makes it: the topic is named after the ``Grouped``
+    name (one topic for all the group's aggregations), else after the aggregation's
+    store (``<store>-repartition``)."""
+
+    def __init__(self, stream: Any, name: Optional[str], key_serde: Optional[Serde],
+                 value_serde: Optional[Serde]):
+        self._stream = stream
+        self._name = name
+        self._serdes = (key_serde, value_serde)
+        self._named_node: Optional[str] = None
+
+    def node_for(self, store: str) -> str:
+        """The repartition's source node for the aggregation into ``store``."""
+        if self._name is None:
+            return self._stream._repartition(store, *self._serdes)._node
+        if self._named_node is None:
+            self._named_node = self._stream._repartition(self._name, *self._serdes)._node
+        return self._named_node
+
+
 class _Grouped:
     def __init__(self, graph: GraphBuilder, node: str, key_serde: Optional[Serde],
-                 value_serde: Optional[Serde]):
+                 value_serde: Optional[Serde], repartition: Optional[GroupingRepartition] = None):
         self._graph = graph
         self._node = node
         self.key_serde = key_serde
         self.value_serde = value_serde
+        self._repartition = repartition
+
+    def _input(self, store: str) -> str:
+        """The node an aggregation into ``store`` reads (behind its repartition, if any)."""
+        return self._node if self._repartition is None else self._repartition.node_for(store)
 
     def _aggregate(self, prefix: str, kind: str, materialized: Optional[Materialized],
                    value_serde: Optional[Serde], **params: Any) -> KTable:
         key_serde = (materialized and materialized.key_serde) or self.key_serde
         value_serde = (materialized and materialized.value_serde) or value_serde
         store = materialize(self._graph, materialized, prefix, key_serde, value_serde)
-        node = self._graph.add(prefix, kind, [self._node], stores=(store,), store=store, **params)
+        node = self._graph.add(prefix, kind, [self._input(store)], stores=(store,), store=store, **params)
         return KTable(self._graph, node, key_serde, value_serde, store,
                       queryable=bool(materialized and materialized.store_name))
 
@@ -66,7 +93,7 @@ class KGroupedStream(_Grouped):
         ``SlidingWindows`` give a ``TimeWindowedKStream``, ``SessionWindows`` a
         ``SessionWindowedKStream``."""
         from .windowed import windowed_by
-        return windowed_by(self._graph, self._node, self.key_serde, self.value_serde, windows)
+        return windowed_by(self._graph, self._input, self.key_serde, self.value_serde, windows)
 
 
 class KGroupedTable(_Grouped):

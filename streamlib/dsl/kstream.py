@@ -246,26 +246,27 @@ class KStream:
         return KStream(self._graph, node, stream.key_serde, None)
 
     def _join_repartition(self, joined: Joined) -> "KStream":
-        """The stream repartitioned by its key for a join; one generated repartition is
-        shared by all joins of this stream, a named join gets its own (as Kafka)."""
+        """The stream repartitioned by its key for a join; one repartition, named after
+        this stream's node, is shared by all joins of this stream, a named join gets its
+        own (as Kafka)."""
         key_serde = joined.key_serde or self.key_serde
         value_serde = joined.value_serde or self.value_serde
         if joined.name is not None:
             return self._repartition(joined.name, key_serde, value_serde)
         if self._join_repartitioned is None:
-            self._join_repartitioned = self._repartition(None, key_serde, value_serde)
+            self._join_repartitioned = self._repartition(self._node, key_serde, value_serde)
         return self._join_repartitioned
 
     # -- grouping ------------------------------------------------------------------------
     def group_by_key(self, grouped: Optional[Grouped] = None):
         """Group by the current key (repartitions first if an upstream step changed keys)."""
-        from .grouped import KGroupedStream
+        from .grouped import GroupingRepartition, KGroupedStream
         grouped = grouped or Grouped()
         key_serde = grouped.key_serde or self.key_serde
         value_serde = grouped.value_serde or self.value_serde
-        stream = self._repartition(grouped.name, key_serde, value_serde) \
-            if self._repartition_required else self
-        return KGroupedStream(self._graph, stream._node, key_serde, value_serde)
+        repartition = GroupingRepartition(self, grouped.name, key_serde, value_serde) \
+            if self._repartition_required else None
+        return KGroupedStream(self._graph, self._node, key_serde, value_serde, repartition)
 
     def group_by(self, selector: Callable[[Any, Any], Any], grouped: Optional[Grouped] = None):
         """Group by ``selector(key, value)`` (always repartitions, like Kafka Streams)."""

@@ -22,11 +22,13 @@ class Reversed:
 
 
 def materialize(graph: GraphBuilder, materialized: Optional[Materialized], prefix: str,
-                key_serde: Optional[Serde], value_serde: Optional[Serde], owner: Optional[str] = None) -> str:
-    """Register the store behind a table and return its name (generated when unnamed;
-    ``owner``: the existing node it is for, see ``GraphBuilder.internal_store_name``)."""
+                key_serde: Optional[Serde], value_serde: Optional[Serde], owner: Optional[str] = None,
+                generated: Optional[str] = None) -> str:
+    """Register the store behind a table and return its name (when unnamed, ``generated``
+    or one made for ``prefix``; ``owner``: the existing node it is for, see
+    ``GraphBuilder.internal_store_name``)."""
     named = bool(materialized and materialized.store_name)
-    name = materialized.store_name if named else graph.internal_store_name(prefix, owner)
+    name = materialized.store_name if named else generated or graph.internal_store_name(prefix, owner)
     logging = materialized.logging if materialized else True
     caching = materialized.caching if materialized else True
     graph.add_store(StoreDef(name, "kv", key_serde, value_serde, logging=logging, queryable=named,

@@ -50,7 +50,7 @@ def stream_stream_join(this: "KStream", other: "KStream", joiner: Callable[[Any,
                         user_named=False, step="KSTREAM-JOIN")
     outer_store = None
     if left_outer:
-        outer_store = f"{this_join}-outer-shared-join-store"
+        outer_store = f"KSTREAM-OUTERSHARED-{this_join.rsplit('-', 1)[1]}-store"   # Kafka's name
         graph.add_store(StoreDef(outer_store, "join_outer", logging=True, queryable=False,
                                  caching=False), user_named=False, step="KSTREAM-OUTERSHARED")
     graph.add("KSTREAM-WINDOWED", "join_window", [left._node], name=this_window,

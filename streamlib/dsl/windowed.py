@@ -62,11 +62,13 @@ class _WindowedStream:
 
     _prefix = "KSTREAM-AGGREGATE"
 
-    def __init__(self, graph: GraphBuilder, node: str, key_serde: Optional[Serde],
+    def __init__(self, graph: GraphBuilder, input_for: Callable[[str], str], key_serde: Optional[Serde],
                  value_serde: Optional[Serde], windows: Any,
                  emit: EmitStrategy = EmitStrategy.on_window_update()):
         self._graph = graph
-        self._node = node
+        #: store name -> the node an aggregation into that store reads (the grouping's
+        #: repartition, named after the store, is made with the aggregation)
+        self._input = input_for
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.windows = windows
@@ -75,7 +77,7 @@ class _WindowedStream:
     def emit_strategy(self, strategy: EmitStrategy) -> "_WindowedStream":
         """Emit every update (default) or one final result per window when it closes
         (``EmitStrategy.on_window_close()``, Kafka's KIP-825), without a suppress buffer."""
-        return type(self)(self._graph, self._node, self.key_serde, self.value_serde, self.windows,
+        return type(self)(self._graph, self._input, self.key_serde, self.value_serde, self.windows,
                           strategy)
 
     def _store_def(self, materialized: Optional[Materialized], value_serde: Optional[Serde]) -> tuple:
@@ -100,7 +102,8 @@ class _WindowedStream:
     def _aggregate(self, kind: str, materialized: Optional[Materialized], value_serde: Optional[Serde],
                    **params: Any) -> KTable:
         store, named = self._store_def(materialized, value_serde)
-        node = self._graph.add(self._prefix, kind, [self._node], stores=(store.name,), store=store.name,
+        node = self._graph.add(self._prefix, kind, [self._input(store.name)], stores=(store.name,),
+                               store=store.name,
                                windows=self.windows, emit_final=self._emit.is_on_window_close,
                                retention_ms=store.retention_ms, **params)
         return KTable(self._graph, node, store.key_serde, store.value_serde, store.name,
@@ -213,13 +216,13 @@ class SessionWindowedKStream(_WindowedStream):
                                aggregator=aggregator, merger=merger, op="aggregate")
 
 
-def windowed_by(graph: GraphBuilder, node: str, key_serde: Optional[Serde], value_serde: Optional[Serde],
-                windows: Any) -> _WindowedStream:
+def windowed_by(graph: GraphBuilder, input_for: Callable[[str], str], key_serde: Optional[Serde],
+                value_serde: Optional[Serde], windows: Any) -> _WindowedStream:
     """The windowed stream for ``windows`` (time, sliding or session)."""
     if isinstance(windows, SessionWindows):
-        return SessionWindowedKStream(graph, node, key_serde, value_serde, windows)
+        return SessionWindowedKStream(graph, input_for, key_serde, value_serde, windows)
     if isinstance(windows, (TimeWindows, SlidingWindows)):
-        return TimeWindowedKStream(graph, node, key_serde, value_serde, windows)
+        return TimeWindowedKStream(graph, input_for, key_serde, value_serde, windows)
     raise TopologyError(f"windowed_by() takes TimeWindows, SlidingWindows or SessionWindows, "
                         f"got {windows!r}")
 
