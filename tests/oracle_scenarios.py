@@ -110,6 +110,16 @@ def table_filters() -> Topology:
     return builder.build()
 
 
+def count_regroup() -> Topology:
+    builder = StreamsBuilder()
+    (builder.stream("in", consumed=strings()).group_by_key()
+     .count(materialized=Materialized.as_("counts"))
+     .group_by(lambda k, n: ("even" if n % 2 == 0 else "odd", k), Grouped.with_(S, S))
+     .count(materialized=Materialized.as_("parity"))
+     .to_stream().to("out", produced=Produced.with_(S, L)))
+    return builder.build()
+
+
 def _sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
 
@@ -135,6 +145,7 @@ SCENARIOS: dict[str, Scenario] = {
     "table-reduce": Scenario(table_reduce, S, _letter_digit_or_tombstone),
     "count-filter": Scenario(count_filter, L, number_or_tombstone),
     "table-filters": Scenario(table_filters, S, number_or_tombstone),
+    "count-regroup": Scenario(count_regroup, L, number_or_tombstone),
 }
 
 

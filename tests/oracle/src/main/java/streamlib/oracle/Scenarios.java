@@ -47,6 +47,8 @@ final class Scenarios {
                 Serdes.String().deserializer(), Serdes.Long().deserializer()));
         ALL.put("table-filters", new Scenario(Scenarios::tableFilters,
                 Serdes.String().deserializer(), Serdes.String().deserializer()));
+        ALL.put("count-regroup", new Scenario(Scenarios::countRegroup,
+                Serdes.String().deserializer(), Serdes.Long().deserializer()));
         WindowScenarios.register(ALL);
         JoinScenarios.register(ALL);
     }
@@ -140,6 +142,20 @@ final class Scenarios {
                 .filterNot((k, v) -> v.startsWith("0") || v.startsWith("2"))
                 .toStream()
                 .to("out", Produced.with(Serdes.String(), Serdes.String()));
+        return builder.build();
+    }
+
+    /** Keys counted, then re-grouped by the parity of their count: a table group-by below an aggregation. */
+    static Topology countRegroup() {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.stream("in", strings())
+                .groupByKey()
+                .count(Materialized.as("counts"))
+                .groupBy((k, n) -> KeyValue.pair(n % 2 == 0 ? "even" : "odd", k),
+                        Grouped.with(Serdes.String(), Serdes.String()))
+                .count(Materialized.as("parity"))
+                .toStream()
+                .to("out", Produced.with(Serdes.String(), Serdes.Long()));
         return builder.build();
     }
 }
