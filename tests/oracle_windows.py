@@ -1,7 +1,7 @@
 """The oracle's windowed scenarios on the Python side (``WindowScenarios.java``):
 counts per key of topic ``in`` over tumbling, hopping, sliding and session windows,
-each emitting every update, through ``suppress(until_window_closes())`` and with
-``EmitStrategy.on_window_close()``. The output key is ``"key@start/end"``."""
+each emitting every update, through ``suppress(until_window_closes())``, with
+``EmitStrategy.on_window_close()``, and through a filter. The output key is ``"key@start/end"``."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -33,6 +33,8 @@ def windowed_count(kind: str, emit: str) -> Callable[[], Topology]:
         counts = windowed.count()
         if emit == "suppressed":
             counts = counts.suppress(Suppressed.until_window_closes())
+        if emit == "filtered":   # a filter below a windowed aggregation: its old values
+            counts = counts.filter(lambda wk, n: n % 2 == 0)
         counts.to_stream(mapper=_windowed_key).to("out", produced=Produced.with_(S, L))
         return builder.build()
     return topology
@@ -40,5 +42,5 @@ def windowed_count(kind: str, emit: str) -> Callable[[], Topology]:
 
 WINDOW_SCENARIOS: dict[str, Scenario] = {
     f"{kind}-count{'-' + emit if emit else ''}": Scenario(windowed_count(kind, emit), L, number_or_tombstone)
-    for kind in WINDOWS for emit in ("", "suppressed", "emit-final")
+    for kind in WINDOWS for emit in ("", "suppressed", "emit-final", "filtered")
 }

@@ -142,8 +142,10 @@ class SlidingWindowAggregateProcessor(WindowedAggregateProcessor):
         timestamp = record.timestamp if old is None else max(record.timestamp, old_ts)
         self.store.put(record.key, start, new, timestamp)
         self.stored(start)
+        # Kafka's KStreamSlidingWindowAggregate forwards a created window's seed as its
+        # old value (not cached; its cache, the store's: none)
         self.forward_update(record, self._windowed(record.key, start), (record.key, start), new,
-                            None if created else old, timestamp)
+                            None if created and self.emitter.caching else old, timestamp)
 
     def closed_windows(self, close_time: int) -> Optional[list[tuple[Windowed, Any, int]]]:
         upper = close_time - self.diff - 1   # both ends inclusive: end < close time

@@ -32,7 +32,7 @@ final class WindowScenarios {
     }
 
     /** How a scenario counts: the windows it groups by, and how it emits. */
-    private enum Emit { UPDATE, SUPPRESS, FINAL }
+    private enum Emit { UPDATE, SUPPRESS, FINAL, FILTERED }
 
     static void register(Map<String, Scenarios.Scenario> all) {
         Map<String, Function<KGroupedStream<String, String>, Function<Emit, KTable<Windowed<String>, Long>>>> kinds =
@@ -59,6 +59,7 @@ final class WindowScenarios {
                     case UPDATE -> "";
                     case SUPPRESS -> "-suppressed";
                     case FINAL -> "-emit-final";
+                    case FILTERED -> "-filtered";
                 };
                 all.put(name, new Scenarios.Scenario(() -> topology(counter, emit),
                         Serdes.String().deserializer(), Serdes.Long().deserializer()));
@@ -74,6 +75,9 @@ final class WindowScenarios {
                 builder.stream("in", Scenarios.strings()).groupByKey()).apply(emit);
         if (emit == Emit.SUPPRESS) {
             counts = counts.suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()));
+        }
+        if (emit == Emit.FILTERED) {   // a filter below a windowed aggregation: its old values
+            counts = counts.filter((wk, n) -> n % 2 == 0);
         }
         counts.toStream((wk, v) -> wk.key() + "@" + wk.window().start() + "/" + wk.window().end())
                 .to("out", Produced.with(Serdes.String(), Serdes.Long()));
