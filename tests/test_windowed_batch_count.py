@@ -10,6 +10,8 @@ import random
 import pyarrow as pa
 import pytest
 
+from streamlib.processors.base import ProcessingError
+
 from streamlib import (Consumed, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig,
                        Suppressed, TimeWindows)
 from streamlib.runtime.task import Task
@@ -121,8 +123,8 @@ def test_windows_already_in_the_store_and_a_zero_grace(tmp_path):
 @pytest.mark.parametrize("case", ["bad-utf8-key", "bad-utf8-value", "negative-timestamp", "timer"])
 def test_fallbacks_to_per_record_processing(tmp_path, case):
     """Rows the batch path cannot take exactly go record by record: the handler sees
-    the undecodable record, the invalid timestamp is refused, the timer fires between
-    records."""
+    the undecodable record, the invalid timestamp stops the task, the timer fires
+    between records."""
     good = random_batches(3, batches=2)
     bad = [(0, 1000, 5, b"k1", b"v", []), (0, 1001, 7, b"k2", b"v", [])]
     if case == "bad-utf8-key":
@@ -134,6 +136,11 @@ def test_fallbacks_to_per_record_processing(tmp_path, case):
     batches = [good[0], rows(bad), good[1]]
     top = topology(30, True)
     punctuate = 50 if case == "timer" else None
+    if case == "negative-timestamp":   # stops the task whatever the handler, on both paths
+        for name, batch_path in (("records", False), ("batch", True)):
+            with pytest.raises(ProcessingError, match="invalid .negative or missing. timestamp -5"):
+                run(top, batches, tmp_path, name, batch_path, "log_and_continue", punctuate)
+        return
     expected = run(top, batches, tmp_path, "records", False, "log_and_continue", punctuate)
     found = run(top, batches, tmp_path, "batch", True, "log_and_continue", punctuate)
     assert found[:3] == expected[:3]

@@ -57,30 +57,27 @@ class SourceProcessor(Processor):
                 raise ProcessingError(f"timestamp extractor failed: {type(exc).__name__}: {exc}",
                                       record, self.name) from exc
         if record.timestamp is None or record.timestamp < 0:
-            self._invalid_timestamp(record, key, value, headers)
+            self._invalid_timestamp(record)
             return
         self.context.count("records_in")
         if record.timestamp > self.context.stream_time:
             self.context.stream_time = record.timestamp
         self.forward(record)
 
-    def _invalid_timestamp(self, record: Record, key: Optional[bytes], value: Optional[bytes],
-                           headers: tuple) -> None:
+    def _invalid_timestamp(self, record: Record) -> None:
         """Kafka's rules for a negative (or missing) timestamp: one a timestamp extractor
-        returned drops the record, counted in ``dropped_records``; the record's own one is
-        invalid input (``FailOnInvalidTimestamp``), so it goes to the deserialization
-        handler: ``fail`` stops with this message, the others skip or dead-letter it."""
+        returned drops the record, counted in ``dropped_records``; the record's own one
+        stops the task whatever the deserialization handler (Kafka's default extractor,
+        ``FailOnInvalidTimestamp``: it is not a deserialization error). To skip such
+        records, give the source an extractor (``lambda key, value, ts: ts``)."""
         if self.extractor is not None:
             log.warning("dropping the record at %s: its timestamp extractor returned %s",
                         record.where(), record.timestamp)
             self.context.count("dropped_records")
             return
-        problem = (f"the record has an invalid (negative or missing) timestamp {record.timestamp}; "
-                   "give the source a timestamp_extractor that returns one")
-        if self.handler == "fail":
-            raise ProcessingError(problem, record, self.name)
-        self._bad_record(record.topic, record.partition, record.offset, max(record.timestamp or 0, 0),
-                         key, value, headers, ValueError(problem))
+        raise ProcessingError(f"the record has an invalid (negative or missing) timestamp {record.timestamp}; "
+                              "give the source a timestamp_extractor to replace it (or, returning it "
+                              "unchanged, to drop such records)", record, self.name)
 
     def process(self, record: Record) -> None:
         self.forward(record)
@@ -114,6 +111,7 @@ class SourceProcessor(Processor):
             raise DeserializationFailure(
                 f"cannot deserialize the record at {where} in {self.name}: {exc} "
                 "(deserialization_exception_handler='fail')") from exc
+        self.context.count("dropped_records")   # as Kafka Streams counts a skipped record
         if self.handler == "log_and_continue":
             log.warning("skipping record at %s: %s", where, exc)
             self.context.count("skipped_records")

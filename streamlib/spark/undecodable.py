@@ -88,7 +88,8 @@ class SkippedCount:
 
     def report(self, observed: Any, report: Callable[[dict], None]) -> None:
         """Add the batch's count (``observed``: the query execution's observed metrics,
-        a JVM map) to ``skipped_records`` and log where the first bad row was."""
+        a JVM map) to ``skipped_records`` and ``dropped_records``, and log where the first
+        bad row was."""
         found = observed.get(self.metric)
         if not found.isDefined():   # the branch was pruned (a pass without records)
             return
@@ -100,7 +101,8 @@ class SkippedCount:
         log.warning("skipping %d record(s) in %s that are not valid UTF-8 for string(), the first at "
                     "topic %r partition %d offset %d", skipped, self.node, first.getString(0),
                     first.getInt(1), first.getLong(2))
-        report({"tasks": {f"{self.node}-undecodable": {"skipped_records": skipped}}})
+        # counted as dropped too, as Kafka Streams counts a record its handler skips
+        report({"tasks": {f"{self.node}-undecodable": {"skipped_records": skipped, "dropped_records": skipped}}})
 
 
 def split_undecodable(rows: DataFrame, node: Node, config: StreamsConfig
