@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json as _json
+import math
 import struct
 from typing import Any, Callable, Optional, Union
 
@@ -152,6 +153,8 @@ def _fixed_column(dtype: str, size: int) -> tuple[Callable, Callable]:
             raise TypeError("mixed types")  # bool, numpy scalars, ...: value by value
         valid = pa.array(objs, pa.from_numpy_dtype(native))  # raises on overflow
         raw = valid.fill_null(0).to_numpy().astype(dtype)
+        if native.kind == "f":
+            raw[np.isnan(raw)] = np.nan   # one NaN, as Java's doubleToLongBits writes it
         fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(size), len(objs),
                                                      [valid.buffers()[0], pa.py_buffer(raw.tobytes())])
         return fixed.cast(pa.binary())
@@ -162,6 +165,8 @@ def _fixed_column(dtype: str, size: int) -> tuple[Callable, Callable]:
 def _fixed(fmt: str, size: int, kind: str) -> tuple[Callable, Callable]:
     # Closures over the format string (not a struct.Struct) so serdes pickle to executors.
     def encode(obj: Any) -> bytes:
+        if obj != obj:   # NaN: one bit pattern, as Java's doubleToLongBits writes it
+            return struct.pack(fmt, math.nan)
         return struct.pack(fmt, obj)
 
     def decode(data: bytes) -> Any:

@@ -102,7 +102,10 @@ class Task:
             context.task_state = stores.meta_items()
         for name, replica in self.global_stores.items():   # read only: never written back
             context.stores[name] = typed_store(self.topology.stores[name], replica, self.config)
+        previous = context.stream_time
         context.stream_time = context.get_long(_STREAM_TIME)
+        if stores is None:   # no store keeps a stateless task's stream time: the task does
+            context.stream_time = max(context.stream_time, previous)
         for proc in self.processors.values():
             proc.init()
         if stream_time > context.stream_time:

@@ -63,6 +63,13 @@ class StoreView:
         self._key_serde = key_serde
         self._value_serde = value_serde
 
+    def _key_bytes(self, key: Any) -> bytes:
+        """``key`` serialized; a ``None`` key is an error, as in Kafka's stores (a miss
+        would read as "no such key")."""
+        if key is None:
+            raise TypeError(f"store {self.name!r}: key cannot be None")
+        return self._key_serde.serialize(key)
+
     def _value(self, raw: Optional[bytes]) -> Any:
         if raw is None:
             return None

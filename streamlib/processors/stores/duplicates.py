@@ -73,7 +73,7 @@ class DuplicatesWindowStoreView(StoreView):
         self.window_size_ms = window_size_ms
 
     def fetch(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
-        kb = self._key_serde.serialize(key)
+        kb = self._key_bytes(key)
         return [(slot[0], self._value(raw))
                 for _, slot, raw in DUPLICATES.scan_key(self._store, kb, time_from, time_to)]
 

@@ -72,10 +72,10 @@ class KeyValueStoreView(StoreView):
 
     def get(self, key: Any) -> Any:
         """The key's current value, or ``None``."""
-        return self._value(self._store.get(self._key_serde.serialize(key)))
+        return self._value(self._store.get(self._key_bytes(key)))
 
     def get_with_timestamp(self, key: Any) -> Optional[tuple[Any, int]]:
-        raw = self._store.get(self._key_serde.serialize(key))
+        raw = self._store.get(self._key_bytes(key))
         if raw is None:
             return None
         value, ts = decode_timestamped(raw)
@@ -91,7 +91,7 @@ class KeyValueStoreView(StoreView):
         return self._items(self._store.all())
 
     def prefix_scan(self, prefix: Any) -> Iterator[tuple[Any, Any]]:
-        return self._items(self._store.prefix_scan(self._key_serde.serialize(prefix)))
+        return self._items(self._store.prefix_scan(self._key_bytes(prefix)))
 
     def approximate_num_entries(self) -> int:
         return self._store.approximate_num_entries()

@@ -79,7 +79,7 @@ class SessionStoreView(StoreView):
 
     def fetch_sessions(self, key: Any) -> list[tuple[Windowed, Any]]:
         """``(Windowed, value)`` of the key's sessions, by end then start."""
-        kb = self._key_serde.serialize(key)
+        kb = self._key_bytes(key)
         return [(self._windowed(kb, slot), self._value(raw))
                 for _, slot, raw in SESSIONS.scan_key(self._store, kb)]
 
@@ -89,7 +89,7 @@ class SessionStoreView(StoreView):
 
     def find_sessions(self, key: Any, earliest_end: int, latest_start: int) -> list[tuple[Windowed, Any]]:
         """The key's sessions with end ``>= earliest_end`` and start ``<= latest_start``."""
-        kb = self._key_serde.serialize(key)
+        kb = self._key_bytes(key)
         return [(self._windowed(kb, slot), self._value(raw))
                 for _, slot, raw in SESSIONS.scan_key(self._store, kb, earliest_end)
                 if slot[1] <= latest_start]

@@ -83,7 +83,7 @@ class WindowStoreView(StoreView):
     def fetch(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
         """``(window_start, value)`` of the key's windows whose start is in
         ``[time_from, time_to]``, by start."""
-        kb = self._key_serde.serialize(key)
+        kb = self._key_bytes(key)
         return [(slot[0], self._value(raw))
                 for _, slot, raw in WINDOWS.scan_key(self._store, kb, time_from, time_to)]
 
