@@ -29,8 +29,8 @@ class StreamsBuilder:
     def __init__(self) -> None:
         self._graph = GraphBuilder()
         self._topics_read: set[str] = set()
-        #: (topics, consumed) -> the source node of the streams over them
-        self._stream_sources: dict[tuple, str] = {}
+        #: (topics, consumed, source node) of each stream source
+        self._stream_sources: list[tuple[set, Consumed, str]] = []
 
     def stream(self, topics: Union[str, Sequence[str]], consumed: Optional[Consumed] = None) -> KStream:
         """A record stream over one or several topics."""
@@ -38,10 +38,13 @@ class StreamsBuilder:
         if not topic_list:
             raise TopologyError("stream() needs at least one topic")
         consumed = consumed or Consumed()
-        # Kafka Streams merges the sources of two streams over the same topics.
-        same = (frozenset(topic_list), consumed)
-        node = self._stream_sources.get(same) or self._source(topic_list, consumed)
-        self._stream_sources[same] = node
+        # Kafka Streams merges the sources of two streams over the same topics (compared,
+        # not hashed: a user's serde or extractor need not be hashable).
+        node = next((node for topics, how, node in self._stream_sources
+                     if topics == set(topic_list) and how == consumed), None)
+        if node is None:
+            node = self._source(topic_list, consumed)
+            self._stream_sources.append((set(topic_list), consumed, node))
         return KStream(self._graph, node, consumed.key_serde, consumed.value_serde)
 
     def table(self, topic: str, consumed: Optional[Consumed] = None,
