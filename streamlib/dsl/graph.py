@@ -58,6 +58,13 @@ class GraphBuilder:
             name = f"{prefix}-STATE-STORE-{owner.rsplit('-', 1)[1]}"
         return name
 
+    def repartition_topic(self, base: str) -> str:
+        """The topic ``<base>-repartition``, refused when another repartition writes it."""
+        topic = f"{base}-repartition"
+        if any(n.spec.repartition and n.params["topic"] == topic for n in self.nodes.values()):
+            raise TopologyError(f"repartition name {base!r} is used twice")
+        return topic
+
     def topic_store_name(self, topic: str) -> str:
         """The generated store name of a table read from ``topic``, as Kafka Streams makes
         it: after the topic, numbered before the table's nodes (taking an index)."""

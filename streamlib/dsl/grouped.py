@@ -22,24 +22,23 @@ def _count_sub(key: Any, value: Any, agg: int) -> int:
 
 
 class GroupingRepartition:
-    """The repartition a grouping needs after a key change, made by each aggregation
-    of the group as Kafka Streams makes it: the topic is named after the ``Grouped``
-    name (one topic for all the group's aggregations), else after the aggregation's
-    store (``<store>-repartition``)."""
+    """The repartition a grouping needs (after a key change; always for a table), made by
+    each aggregation of the group as Kafka Streams makes it: the topic is named after the
+    ``Grouped`` name (one topic for all the group's aggregations), else after the
+    aggregation's store (``<store>-repartition``). ``make(base)`` adds the repartition's
+    nodes for topic ``<base>-repartition`` and returns its source node."""
 
-    def __init__(self, stream: Any, name: Optional[str], key_serde: Optional[Serde],
-                 value_serde: Optional[Serde]):
-        self._stream = stream
+    def __init__(self, make: Callable[[str], str], name: Optional[str]):
+        self._make = make
         self._name = name
-        self._serdes = (key_serde, value_serde)
         self._named_node: Optional[str] = None
 
     def node_for(self, store: str) -> str:
         """The repartition's source node for the aggregation into ``store``."""
         if self._name is None:
-            return self._stream._repartition(store, *self._serdes)._node
+            return self._make(store)
         if self._named_node is None:
-            self._named_node = self._stream._repartition(self._name, *self._serdes)._node
+            self._named_node = self._make(self._name)
         return self._named_node
 
 

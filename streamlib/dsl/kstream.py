@@ -147,9 +147,7 @@ class KStream:
     def _repartition(self, name: Optional[str], key_serde: Optional[Serde],
                      value_serde: Optional[Serde], num_partitions: Optional[int] = None) -> "KStream":
         base = name or self._graph.next_name("KSTREAM-REPARTITION")
-        topic = f"{base}-repartition"
-        if any(n.spec.repartition and n.params["topic"] == topic for n in self._graph.nodes.values()):
-            raise TopologyError(f"repartition name {base!r} is used twice")
+        topic = self._graph.repartition_topic(base)
         self._graph.add("KSTREAM-SINK", "repartition", [self._node], name=f"{base}-sink", topic=topic,
                         key_serde=key_serde, value_serde=value_serde, num_partitions=num_partitions)
         source = self._graph.add("KSTREAM-SOURCE", "source", [], name=f"{base}-source", topics=[topic],
@@ -264,8 +262,8 @@ class KStream:
         grouped = grouped or Grouped()
         key_serde = grouped.key_serde or self.key_serde
         value_serde = grouped.value_serde or self.value_serde
-        repartition = GroupingRepartition(self, grouped.name, key_serde, value_serde) \
-            if self._repartition_required else None
+        repartition = GroupingRepartition(lambda base: self._repartition(base, key_serde, value_serde)._node,
+                                          grouped.name) if self._repartition_required else None
         return KGroupedStream(self._graph, self._node, key_serde, value_serde, repartition)
 
     def group_by(self, selector: Callable[[Any, Any], Any], grouped: Optional[Grouped] = None):

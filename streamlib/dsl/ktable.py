@@ -149,18 +149,21 @@ class KTable:
         """Re-group rows by ``selector(key, value) -> (new_key, new_value)`` for a
         :class:`KGroupedTable` aggregation (Kafka Streams' ``KTable#groupBy``)."""
         require_functions("group_by", selector=selector)
-        from .grouped import KGroupedTable
+        from .grouped import GroupingRepartition, KGroupedTable
         grouped = grouped or Grouped()
-        base = grouped.name or self._graph.next_name("KTABLE-REPARTITION")
         select = self._graph.add("KTABLE-SELECT", "table_select", [self._node], selector=selector)
-        topic = f"{base}-repartition"
-        self._graph.add("KSTREAM-SINK", "repartition", [select], name=f"{base}-sink", topic=topic,
-                        key_serde=grouped.key_serde, value_serde=grouped.value_serde,
-                        num_partitions=None, changes=True)
-        source = self._graph.add("KSTREAM-SOURCE", "source", [], name=f"{base}-source", topics=[topic],
-                                 internal=True, key_serde=grouped.key_serde,
-                                 value_serde=grouped.value_serde, changes=True)
-        return KGroupedTable(self._graph, source, grouped.key_serde, grouped.value_serde)
+
+        def repartition(base: str) -> str:
+            topic = self._graph.repartition_topic(base)
+            self._graph.add("KSTREAM-SINK", "repartition", [select], name=f"{base}-sink", topic=topic,
+                            key_serde=grouped.key_serde, value_serde=grouped.value_serde,
+                            num_partitions=None, changes=True)
+            return self._graph.add("KSTREAM-SOURCE", "source", [], name=f"{base}-source", topics=[topic],
+                                   internal=True, key_serde=grouped.key_serde,
+                                   value_serde=grouped.value_serde, changes=True)
+
+        return KGroupedTable(self._graph, select, grouped.key_serde, grouped.value_serde,
+                             GroupingRepartition(repartition, grouped.name))
 
     # -- joins -------------------------------------------------------------------------
     def join(self, other: "KTable", joiner: Callable[[Any, Any], Any],
