@@ -165,6 +165,9 @@ def _fixed_column(dtype: str, size: int) -> tuple[Callable, Callable]:
 def _fixed(fmt: str, size: int, kind: str) -> tuple[Callable, Callable]:
     # Closures over the format string (not a struct.Struct) so serdes pickle to executors.
     def encode(obj: Any) -> bytes:
+        return struct.pack(fmt, obj)
+
+    def encode_float(obj: Any) -> bytes:
         if obj != obj:   # NaN: one bit pattern, as Java's doubleToLongBits writes it
             return struct.pack(fmt, math.nan)
         return struct.pack(fmt, obj)
@@ -174,7 +177,7 @@ def _fixed(fmt: str, size: int, kind: str) -> tuple[Callable, Callable]:
             raise ValueError(f"{kind} needs exactly {size} bytes, got {len(data)}")
         return struct.unpack(fmt, data)[0]
 
-    return encode, decode
+    return (encode_float if kind == "double" else encode), decode
 
 
 def _all_utf8(array: Any) -> bool:

@@ -216,7 +216,9 @@ class TopologyTestDriver:
             task.global_stores = {name: self._globals[name].kv
                                   for name in topology.global_stores_of(task.sub)}
         self._internal = {t for sub in topology.subtopologies for t in sub.repartition_inputs}
-        self._read_topics = {t for sub in topology.subtopologies for t in sub.input_topics}
+        #: topics some task reads, and those plus the global tables' topics
+        self._task_topics = {t for task in self._tasks for t in task.sources}
+        self._read_topics = self._task_topics | {t for sub in topology.subtopologies for t in sub.input_topics}
         self._read_topics |= set(self._global_topics)
         self._pending = PendingRecords()
 
@@ -243,7 +245,7 @@ class TopologyTestDriver:
         self._offsets[topic] += 1
         if topic in self._global_topics:
             self._globals[self._global_topics[topic]].apply([(key, value, ts)])
-        if any(topic in task.sources for task in self._tasks):
+        if topic in self._task_topics:
             self._pending.add(topic, (ts, offset, key, value, headers))
 
     def _process_pending(self) -> None:
