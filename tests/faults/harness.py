@@ -310,10 +310,31 @@ def damage_state(workdir: Path, rng: random.Random) -> str | None:
 _REFERENCES: dict[tuple, tuple[Path, float]] = {}
 
 
-def reference_run(spec: FaultTopology, workdir: Path, seed: int) -> float:
-    """The failure-free run; returns its duration (the timer kills' time scale). The
-    same topology, seed and input again in this process copies the first run's
-    directory instead of running it again."""
+#: What a runner process spends before its first batch (JVM start, imports; 14 s here
+#: on 2026-11-26): added to a failure-free run made in a running session, so that timer
+#: kills keep the time scale of a runner process.
+PROCESS_START_SECONDS = 15.0
+
+
+def _failure_free(workdir: Path, name: str, spark=None) -> float:
+    """One failure-free run to the end: a runner process, or in ``spark`` (this
+    process's session); returns its seconds, as a runner process would take them."""
+    if spark is None:
+        run = run_once(workdir, name)
+        if run.ended != "done":
+            raise RuntimeError(f"the failure-free run of {name} failed: {run.ended}")
+        return run.seconds
+    from runner import run_to_end
+
+    started = time.time()
+    run_to_end(spark, workdir, name)
+    return time.time() - started + PROCESS_START_SECONDS
+
+
+def reference_run(spec: FaultTopology, workdir: Path, seed: int, spark=None) -> float:
+    """The failure-free run (in ``spark`` if given, else a runner process); returns its
+    duration (the timer kills' time scale). The same topology, seed and input again in
+    this process copies the first run's directory instead of running it again."""
     inputs = spec.inputs(seed)
     identity = (spec.name, seed, repr(sorted((t, d.records) for t, d in inputs.items())))
     if identity in _REFERENCES:
@@ -323,13 +344,11 @@ def reference_run(spec: FaultTopology, workdir: Path, seed: int) -> float:
             return seconds
     workdir.mkdir(parents=True, exist_ok=True)
     produce_inputs(workdir, spec, seed)
-    run = run_once(workdir, spec.name)
-    if run.ended != "done":
-        raise RuntimeError(f"the failure-free run of {spec.name} failed: {run.ended}")
+    seconds = _failure_free(workdir, spec.name, spark)
     pristine = workdir.parent / f"{workdir.name}-pristine"
     shutil.copytree(workdir, pristine)
-    _REFERENCES[identity] = (pristine, run.seconds)
-    return run.seconds
+    _REFERENCES[identity] = (pristine, seconds)
+    return seconds
 
 
 def _log(log: Path | None, entry: dict, verbose: bool) -> None:
@@ -356,13 +375,14 @@ _PREVIOUS = {"session": "", "app": "session", "first-batch": "app"}
 
 
 def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbose: bool = False,
-              log: Path | None = None, stop_killing_at: float | None = None) -> Outcome:
+              log: Path | None = None, stop_killing_at: float | None = None, spark=None) -> Outcome:
     """Kill ``kills`` times at random points, restarting after each; then run to the
     end and compare. With ``stop_killing_at`` (epoch seconds), fewer kills if time is
-    up: the run still ends with the failure-free last run and the comparison."""
+    up: the run still ends with the failure-free last run and the comparison. With
+    ``spark``, the failure-free runs are made in that session instead of processes."""
     rng = random.Random(seed)
     reference = root / "reference"
-    duration = reference_run(spec, reference, seed)
+    duration = reference_run(spec, reference, seed, spark)
     workdir = root / "faulty"
     workdir.mkdir(parents=True)
     outcome = Outcome(spec.name, records=produce_inputs(workdir, spec, seed))
@@ -392,9 +412,7 @@ def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbos
         else:  # finished before the fault point came: start over with new input
             outcome.records += produce_inputs(workdir, spec, seed + attempts)
             produce_inputs(reference, spec, seed + attempts)
-            again = run_once(reference, spec.name)
-            if again.ended != "done":
-                raise RuntimeError(f"the failure-free run failed: {again.ended}")
+            _failure_free(reference, spec.name, spark)
         damage = None if run.ended.startswith("failed") else damage_state(workdir, rng)
         if damage:
             outcome.damage[damage] += 1
@@ -420,12 +438,13 @@ def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbos
     return outcome
 
 
-def executor_kill_run(spec: FaultTopology, root: Path, seed: int = 0, hit: int = 2) -> tuple[Outcome, str]:
+def executor_kill_run(spec: FaultTopology, root: Path, seed: int = 0, hit: int = 2,
+                      spark=None) -> tuple[Outcome, str]:
     """Run ``spec`` on ``local-cluster[2,1,1024]`` and SIGKILL one executor JVM when a
     task starts its ``hit``-th batch partition; Spark retries the task on the other
     executor and the run must finish by itself with results equal to a failure-free
     ``local[2]`` run. Returns the outcome and what the fault point recorded."""
-    reference_run(spec, root / "reference", seed)
+    reference_run(spec, root / "reference", seed, spark)
     workdir = root / "faulty"
     workdir.mkdir(parents=True)
     outcome = Outcome(spec.name, records=produce_inputs(workdir, spec, seed))

@@ -2,7 +2,8 @@
 random points, restarts, lost and corrupted state, and one executor JVM killed
 mid-batch on ``local-cluster``; results must equal a failure-free run's. ``make test``
 runs 2 kills per registered topology (small inputs), each topology with its own seed so
-that together they reach every kill point; ``make faults`` runs 50.
+that together they reach every kill point, and makes the failure-free runs in the test
+session's own Spark (no JVM start); ``make faults`` runs 50, every run a process.
 
 The five silent-loss bugs of issue 11 have their regression tests beside the features
 that fixed them: a changed task count (``test_one_instance.py``), a second instance
@@ -44,10 +45,10 @@ def test_every_topology_has_its_seed():
 
 @pytest.mark.timeout(2400)  # four JVM starts: minutes each on a loaded machine
 @pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_kills_lose_and_duplicate_nothing(name, tmp_path):
+def test_kills_lose_and_duplicate_nothing(name, tmp_path, spark):
     spec = small(name)
     log = tmp_path / "runs.jsonl"
-    outcome = fault_run(spec, tmp_path, kills=KILLS, seed=SEEDS[name], log=log)
+    outcome = fault_run(spec, tmp_path, kills=KILLS, seed=SEEDS[name], log=log, spark=spark)
     assert outcome.kills == KILLS
     assert outcome.mismatches == [] and outcome.failures == []
     assert outcome.compared
@@ -65,13 +66,13 @@ def test_kills_lose_and_duplicate_nothing(name, tmp_path):
 
 
 @pytest.mark.timeout(2400)
-def test_a_killed_executor_jvm_mid_batch_is_retried_on_the_other_and_results_are_exact(tmp_path):
+def test_a_killed_executor_jvm_mid_batch_is_retried_on_the_other_and_results_are_exact(tmp_path, spark):
     """local-cluster[2,1,1024]: SIGKILL of the executor JVM running a task as it starts
     its rows (its Python workers die with it); Spark retries the task on the other
     executor, the run finishes by itself, and outputs and stores equal a failure-free
     run's (counts: a repartition, so the killed executor's shuffle files are lost too).
     The failure-free run is the kill test's (same seed and input)."""
-    outcome, killed = executor_kill_run(small("counts"), tmp_path, seed=SEEDS["counts"])
+    outcome, killed = executor_kill_run(small("counts"), tmp_path, seed=SEEDS["counts"], spark=spark)
     assert killed.startswith("executor "), killed
     assert outcome.mismatches == []
     assert outcome.compared and outcome.kills == 1
