@@ -218,8 +218,7 @@ class TopologyTestDriver:
         self._internal = {t for sub in topology.subtopologies for t in sub.repartition_inputs}
         #: topics some task reads, and those plus the global tables' topics
         self._task_topics = {t for task in self._tasks for t in task.sources}
-        self._read_topics = self._task_topics | {t for sub in topology.subtopologies for t in sub.input_topics}
-        self._read_topics |= set(self._global_topics)
+        self._read_topics = self._task_topics | set(self._global_topics)
         self._pending = PendingRecords()
 
     # -- topics --------------------------------------------------------------------------

@@ -40,11 +40,12 @@ class StreamsBuilder:
         consumed = consumed or Consumed()
         # Kafka Streams merges the sources of two streams over the same topics (compared,
         # not hashed: a user's serde or extractor need not be hashable).
+        wanted = set(topic_list)
         node = next((node for topics, how, node in self._stream_sources
-                     if topics == set(topic_list) and how == consumed), None)
+                     if topics == wanted and how == consumed), None)
         if node is None:
             node = self._source(topic_list, consumed)
-            self._stream_sources.append((set(topic_list), consumed, node))
+            self._stream_sources.append((wanted, consumed, node))
         return KStream(self._graph, node, consumed.key_serde, consumed.value_serde)
 
     def table(self, topic: str, consumed: Optional[Consumed] = None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Optional, Union
 
 from ..node_kinds import NodeKind
+from ..serdes import Serde
 from ..topology import Node, StoreDef, Topology, TopologyError
 
 
@@ -58,12 +59,18 @@ class GraphBuilder:
             name = f"{prefix}-STATE-STORE-{owner.rsplit('-', 1)[1]}"
         return name
 
-    def repartition_topic(self, base: str) -> str:
-        """The topic ``<base>-repartition``, refused when another repartition writes it."""
+    def add_repartition(self, parent: str, base: str, key_serde: Optional[Serde], value_serde: Optional[Serde],
+                        num_partitions: Optional[int] = None, changes: bool = False) -> str:
+        """Write ``parent``'s records to the topic ``<base>-repartition`` and read them back
+        (nodes ``<base>-sink`` and ``<base>-source``; ``changes``: a table's old and new
+        values); returns the source node. A name another repartition has is refused."""
         topic = f"{base}-repartition"
         if any(n.spec.repartition and n.params["topic"] == topic for n in self.nodes.values()):
             raise TopologyError(f"repartition name {base!r} is used twice")
-        return topic
+        both = dict(key_serde=key_serde, value_serde=value_serde, num_partitions=num_partitions, changes=changes)
+        self.add("KSTREAM-SINK", "repartition", [parent], name=f"{base}-sink", topic=topic, **both)
+        return self.add("KSTREAM-SOURCE", "source", [], name=f"{base}-source", topics=[topic], internal=True,
+                        **both)
 
     def topic_store_name(self, topic: str) -> str:
         """The generated store name of a table read from ``topic``, as Kafka Streams makes

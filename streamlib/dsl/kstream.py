@@ -147,12 +147,7 @@ class KStream:
     def _repartition(self, name: Optional[str], key_serde: Optional[Serde],
                      value_serde: Optional[Serde], num_partitions: Optional[int] = None) -> "KStream":
         base = name or self._graph.next_name("KSTREAM-REPARTITION")
-        topic = self._graph.repartition_topic(base)
-        self._graph.add("KSTREAM-SINK", "repartition", [self._node], name=f"{base}-sink", topic=topic,
-                        key_serde=key_serde, value_serde=value_serde, num_partitions=num_partitions)
-        source = self._graph.add("KSTREAM-SOURCE", "source", [], name=f"{base}-source", topics=[topic],
-                                 internal=True, key_serde=key_serde, value_serde=value_serde,
-                                 num_partitions=num_partitions)
+        source = self._graph.add_repartition(self._node, base, key_serde, value_serde, num_partitions)
         return KStream(self._graph, source, key_serde, value_serde)
 
     def to_table(self, materialized: Optional[Materialized] = None, name: Optional[str] = None):

@@ -152,18 +152,9 @@ class KTable:
         from .grouped import GroupingRepartition, KGroupedTable
         grouped = grouped or Grouped()
         select = self._graph.add("KTABLE-SELECT", "table_select", [self._node], selector=selector)
-
-        def repartition(base: str) -> str:
-            topic = self._graph.repartition_topic(base)
-            self._graph.add("KSTREAM-SINK", "repartition", [select], name=f"{base}-sink", topic=topic,
-                            key_serde=grouped.key_serde, value_serde=grouped.value_serde,
-                            num_partitions=None, changes=True)
-            return self._graph.add("KSTREAM-SOURCE", "source", [], name=f"{base}-source", topics=[topic],
-                                   internal=True, key_serde=grouped.key_serde,
-                                   value_serde=grouped.value_serde, changes=True)
-
-        return KGroupedTable(self._graph, select, grouped.key_serde, grouped.value_serde,
-                             GroupingRepartition(repartition, grouped.name))
+        repartition = GroupingRepartition(lambda base: self._graph.add_repartition(
+            select, base, grouped.key_serde, grouped.value_serde, changes=True), grouped.name)
+        return KGroupedTable(self._graph, select, grouped.key_serde, grouped.value_serde, repartition)
 
     # -- joins -------------------------------------------------------------------------
     def join(self, other: "KTable", joiner: Callable[[Any, Any], Any],
