@@ -32,12 +32,11 @@ kafka-up: jars
 kafka-down:
 	$(VPY) tools/kafka_local.py down --port 9092
 
-# Two pytest workers, each test file whole in one (its session's SparkSession, Kafka
-# broker and oracle JVM are the worker's own): the driver-only tests and the JVM starts
-# of the fault tests overlap instead of waiting for each other (24 min against 27; test
-# by test, --dist load, took longer: both workers then run Spark tests at once).
-# TEST_WORKERS=0: one process.
-TEST_WORKERS ?= 2
+# One process by default. TEST_WORKERS=2: two pytest workers, each test file whole in
+# one (its own SparkSession, Kafka broker and oracle JVM): 23-24 min against 27, but one
+# of three such runs lost a Spark Python worker to a crash (test_engine_kafka, load 11
+# on 2 cores) where one process never has; CI stays on one process until that is known.
+TEST_WORKERS ?= 0
 test: $(STAMP) java jars
 	$(VPY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
