@@ -195,9 +195,13 @@ class Streams:
                 self.spark, self.config.bootstrap,
                 {t: backend.num_partitions(t) for t in self.topology.source_topics()},
                 self.config.consumer_config, self.config.max_records_per_batch)
+        from .spark import window_counts
+
         reader = self.spark.readStream.format("streamlib")
         for key, value in self._source_options().items():
             reader = reader.option(key, value)
+        if self._plan.window_counts:
+            reader = reader.option(window_counts.OPTION, window_counts.encode_inputs(self._plan.window_counts))
         return reader.load()
 
     def _backend_config(self) -> dict[str, Any]:

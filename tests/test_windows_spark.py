@@ -233,3 +233,22 @@ def test_restart_after_a_batch_that_left_input_waiting(spark, tmp_path):
     uninterrupted.run(spark, final_counts_topology(), max_records_per_batch=2)
     assert finals == {(w.key, w.window.start): n
                       for w, n, _ in uninterrupted.read("final", WINDOWED, L)}
+
+
+@pytest.mark.parametrize("hopping", [False, True], ids=["tumbling", "hopping"])
+def test_counts_pre_aggregated_by_the_reader_match_driver(spark, tmp_path, hopping):
+    """A cached count on update reading a user topic: the reader pre-aggregates its rows
+    (spark/window_counts.py); two partitions, in-order input with key-less records: the
+    driver's final counts, and every window's count in the store. (Several micro-batches
+    for tumbling windows; hopping ones in one: batches cut by a record limit are not
+    time-aligned across partitions, see test_hopping_updates_match_driver.)"""
+    records = events(3, n=240, late=False)
+    records[7] = (None, "v", records[7][2])
+    records[100] = (None, "v", records[100][2])
+    build = lambda: final_counts_topology(suppress=False, hopping=hopping)  # noqa: E731
+    plan = BatchPlan(spark, build(), Workspace(tmp_path / "plan").config(), None, 2)
+    assert list(plan.window_counts) == ["events"]
+    driver, sparked = run_both(spark, tmp_path, build, [Input("events", records, partitions=2)],
+                               {"final": (WINDOWED, L)}, max_records_per_batch=None if hopping else 60)
+    assert_outputs_agree(driver, sparked, every_update=False)
+    assert sparked.stores == driver.stores and sparked.stores["counts"]

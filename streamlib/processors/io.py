@@ -99,8 +99,10 @@ class SourceProcessor(Processor):
     def receive_table(self, rows: pa.Table, topic: str) -> None:
         """Count the rows in and advance stream time, for a table of rows its one child
         takes at once (``Topology.batch_reader``)."""
-        records = rows.column("records") if "records" in rows.column_names else None
-        self.context.count("records_in", rows.num_rows if records is None else int(pc.sum(records).as_py() or 0))
+        # rows that stand for several records say how many: pre-aggregated windowed counts
+        # (``inputs``), combined counts (``records``)
+        name = next((c for c in ("inputs", "records") if c in rows.column_names), None)
+        self.context.count("records_in", rows.num_rows if name is None else int(pc.sum(rows.column(name)).as_py() or 0))
         newest = pc.max(rows.column("timestamp")).as_py()
         if newest is not None and newest > self.context.stream_time:
             self.context.stream_time = newest

@@ -199,21 +199,65 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
         windows = (updates.group_by(["key", "start"], use_threads=False)
                    .aggregate([("timestamp", "max"), ("order", "max"), ("order", "count")])
                    .sort_by("order_max"))
-        kbs = windows.column("key").to_pylist()
-        window_starts = windows.column("start").to_pylist()
         last = keyed.take(pa.array(row_of[windows.column("order_max").to_numpy()]))
+        self._update_windows(windows.column("key"), windows.column("start"), windows.column("order_count"),
+                             windows.column("timestamp_max"), last, topic)
+        self.stored(int(starts.max()))
+
+    def process_window_counts(self, rows: pa.Table, topic: str) -> None:
+        """:meth:`process_batch` for rows a source reader pre-aggregated
+        (:mod:`streamlib.spark.window_counts`): per key and window of an input range,
+        ``window_records`` records on time by their running maximum (``timestamp`` the
+        largest of them; ``entry``, ``partition`` and ``offset`` place the last in the
+        processing order) and ``window_late`` late ones; a row without a key stands for
+        records without one. A window already closed at the batch's start drops its
+        records too; the rest is what :meth:`process_batch` does with the records."""
+        dropped = int(pc.sum(rows.column("window_late")).as_py() or 0)
+        keyed = rows.filter(pc.is_valid(rows.column("key")))
+        on_time = keyed.column("window_records").to_numpy()
+        starts = keyed.column("window_start").to_numpy()
+        live = (on_time > 0) & (starts + self.windows.size_ms > self.close_time)
+        dropped += int(on_time[~live].sum())
+        if dropped:
+            self.context.count("dropped_records", dropped)
+        newest = pc.max(keyed.column("entry")).as_py()
+        if newest is not None:
+            self.observe(newest)
+        if not live.any():
+            return
+        keyed = keyed.filter(pa.array(live))
+        # the processing order: by entry, then input partition, offset and window start
+        order = np.lexsort([keyed.column(c).to_numpy() for c in ("window_start", "offset", "partition", "entry")])
+        keyed = keyed.take(pa.array(order))
+        windows = (pa.table({"key": keyed.column("key"), "start": keyed.column("window_start"),
+                             "records": keyed.column("window_records"), "timestamp": keyed.column("timestamp"),
+                             "order": np.arange(keyed.num_rows)})
+                   .group_by(["key", "start"], use_threads=False)
+                   .aggregate([("records", "sum"), ("timestamp", "max"), ("order", "max")])
+                   .sort_by("order_max"))
+        last = keyed.take(windows.column("order_max"))
+        self._update_windows(windows.column("key"), windows.column("start"), windows.column("records_sum"),
+                             windows.column("timestamp_max"), last, topic)
+        self.stored(int(pc.max(windows.column("start")).as_py()))
+
+    def _update_windows(self, keys: pa.ChunkedArray, window_starts: pa.ChunkedArray, counts: pa.ChunkedArray,
+                        newest: pa.ChunkedArray, last: pa.Table, topic: str) -> None:
+        """Add ``counts`` to the windows (``keys`` as the store serializes them), read with
+        one multi-get and written once; the updates go to the emitter in the given order,
+        each with the largest timestamp and the metadata of its window's ``last`` row."""
+        kbs = keys.to_pylist()
+        window_starts = window_starts.to_pylist()
         store, key_serde = self.store, self.store.key_serde
         # many windows of a batch share few starts (windows are immutable; keys, which a
         # user's function could change, are decoded per window)
         window_at = self.windows.window_at
         windows_at = {start: window_at(start) for start in set(window_starts)}
         previous = store.get_many_by_bytes(kbs, window_starts)
-        for kb, start, n, newest, prev, partition, offset, headers in zip(
-                kbs, window_starts, windows.column("order_count").to_pylist(),
-                windows.column("timestamp_max").to_pylist(), previous,
+        for kb, start, n, stamp, prev, partition, offset, headers in zip(
+                kbs, window_starts, counts.to_pylist(), newest.to_pylist(), previous,
                 last.column("partition").to_pylist(), last.column("offset").to_pylist(),
                 last.column("headers").to_pylist()):
-            old, timestamp = (None, newest) if prev is None else (prev[0], max(newest, prev[1]))
+            old, timestamp = (None, stamp) if prev is None else (prev[0], max(stamp, prev[1]))
             new = (self.initial() if old is None else old) + n
             store.put_by_bytes(kb, start, new, timestamp)
             key = key_serde.deserialize(kb)
@@ -221,7 +265,6 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
                             tuple((h["key"], h["value"]) for h in headers) if headers else (),
                             topic, partition, offset)
             self.emitter.emit(record, (key, start), new, old, timestamp)
-        self.stored(int(starts.max()))
 
     def closed_windows(self, close_time: int) -> Optional[list[tuple[Windowed, Any, int]]]:
         size = self.windows.size_ms

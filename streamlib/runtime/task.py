@@ -18,6 +18,9 @@ from ..topology import SubTopology, Topology
 from .fused import FusedChain
 from .order import processing_order
 
+#: the columns of a task's input rows (a batch lowering or reader may add others)
+STAGE_COLUMNS = ["topic", "partition", "offset", "timestamp", "key", "value", "headers"]
+
 _STREAM_TIME = "stream_time"
 
 
@@ -152,7 +155,29 @@ class Task:
         if table.num_rows == 0:
             return
         with paused_gc():
-            self._process_table(table.take(processing_order(table)))
+            if "window_start" in table.column_names:
+                self._process_window_counts(table)
+            else:
+                self._process_table(table.take(processing_order(table)))
+
+    def _process_window_counts(self, table: pa.Table) -> None:
+        """Rows a source reader pre-aggregated for the windowed count this task's source
+        feeds (:mod:`streamlib.spark.window_counts`), and the raw rows it left as they
+        were (every pre-aggregation column null): records for the deserialization
+        handler, or with an invalid timestamp, that never reach the count."""
+        raw = pc.is_null(table.column("inputs"))
+        if pc.any(raw).as_py():
+            rows = table.filter(raw).select(STAGE_COLUMNS)
+            self._process_records(rows.take(processing_order(rows)))
+        rows = table.filter(pc.invert(raw))
+        if rows.num_rows == 0:
+            return
+        if self._batch_child is None or not hasattr(self._batch_child[2], "process_window_counts"):
+            raise RuntimeError(f"task {self.task_id} got pre-aggregated windowed counts but does not "
+                               "count windows of its source's records in batches")
+        topic, source, child = self._batch_child
+        source.receive_table(rows, topic)
+        child.process_window_counts(rows, topic)
 
     def _process_table(self, table: pa.Table) -> None:
         if self._batch_child is not None and self._takes_table(table):
@@ -165,6 +190,10 @@ class Task:
             if rows is not None:
                 self.context.emit_rows(rows)
                 return
+        self._process_records(table)
+
+    def _process_records(self, table: pa.Table) -> None:
+        """Each row through its topic's source, one by one, in the table's order."""
         # to_numpy().tolist(): several times faster than to_pylist() for bytes and strings
         columns = [table.column(c).to_numpy(zero_copy_only=False).tolist() for c in
                    ("topic", "partition", "offset", "timestamp", "key", "value")]

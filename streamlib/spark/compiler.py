@@ -35,6 +35,7 @@ from streamlib.spark.preaggregate import COMBINED_DDL, PreAggregate  # (also reg
 from streamlib.spark.tasks import (BATCH_PROPERTY, TASK_PARTITION, TICK_TOPIC, StagePlan, merge_metrics,
                                    stage_function)
 from streamlib.spark.undecodable import SkippedCount, handle_undecodable, split_undecodable
+from streamlib.spark.window_counts import window_count_inputs
 from streamlib.topology import SubTopology, Topology, TopologyError
 
 
@@ -121,6 +122,11 @@ class BatchPlan:
             self.stages.append(Stage(sub, plan, shuffled=sub.stateful or bool(sub.repartition_inputs),
                                      jvm_only=jvm_only[sub.id], batch_input=batch_inputs[sub.id],
                                      time_aware=time_aware))
+        #: topics a reader may pre-aggregate for windowed counts (spark/window_counts.py)
+        self.window_counts = window_count_inputs(
+            topology, config, {stage.sub.id: stage.plan.num_partitions for stage in self.stages})
+        #: whether the batch's source rows have the pre-aggregated rows' columns
+        self._window_columns: Optional[bool] = None
         for stage in self.stages:
             stage.writes = frozenset(self._writes(stage.sub))
             stage.readers = sum(1 for s in self.stages if stage.writes & set(s.sub.repartition_inputs))
@@ -289,6 +295,10 @@ class BatchPlan:
         node = self.topology.nodes[node_name]
         topics = tuple(node.params["topics"])
         rows = source.where(once(("topic in", topics), lambda: F.col("topic").isin(list(topics))))
+        if self._window_columns is None:
+            self._window_columns = "window_start" in source.columns
+        if self._window_columns and not set(topics) <= set(self.window_counts):
+            rows = rows.select(*SOURCE_COLUMNS)
         chain = self.chains.get(node_name)
         if not chain:
             return rows

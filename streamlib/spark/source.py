@@ -20,7 +20,9 @@ JSON ``{"t": {"0": 5}}``), ``endingOffsets`` (batch only: ``latest`` default | J
 ``maxRecordsPerTrigger`` (streaming), ``minPartitions`` / ``maxRecordsPerPartition``
 (split ranges, see above), ``backendConfig`` / ``consumerConfig`` /
 ``producerConfig`` (JSON objects passed to :func:`streamlib.topics.open_backend`),
-``applicationId`` (names the application's reset command in errors). A checkpoint
+``applicationId`` (names the application's reset command in errors); ``windowCounts``
+(internal, set by ``Streams``: topics to pre-aggregate for windowed counts, see
+:mod:`streamlib.spark.window_counts`; it adds their columns to the schema). A checkpoint
 offset beyond a partition's log end stops the query (:class:`OffsetOutOfRange`).
 The same format name writes to topics: see :mod:`streamlib.spark.sink`.
 """
@@ -40,6 +42,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Str
 
 from streamlib.errors import RESET_HINT, OffsetOutOfRange
 from streamlib.spark.arrow import SOURCE_COLUMNS, SOURCE_DDL, source_batches
+from streamlib.spark import window_counts
 from streamlib.spark.daemon import start_worker_task
 from streamlib.topics import DEFAULT_URL, TopicBackend, open_backend, parse_url
 
@@ -110,6 +113,8 @@ class SourceOptions:
     min_partitions: Optional[int] = None
     #: split ranges so that none holds more offsets than this
     max_records_per_partition: Optional[int] = None
+    #: the :data:`~streamlib.spark.window_counts.OPTION` value, if any
+    window_counts: Optional[str] = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -129,7 +134,11 @@ class SourceOptions:
                      _positive_option(options, "maxRecordsPerTrigger"),
                      options.get("applicationId") or None,
                      _positive_option(options, "minPartitions"),
-                     _positive_option(options, "maxRecordsPerPartition"))
+                     _positive_option(options, "maxRecordsPerPartition"),
+                     options.get(window_counts.OPTION) or None)
+        if parsed.window_counts and (parsed.min_partitions or parsed.max_records_per_partition):
+            # a range read in pieces would restart each piece's running maxima
+            raise ValueError(f"option {window_counts.OPTION} cannot be combined with split ranges")
         backend = parsed.backend.open()
         for topic in topics:
             backend.num_partitions(topic)  # raises TopicNotFound("unknown topic 'x'")
@@ -256,7 +265,7 @@ def plan_reads(options: "SourceOptions", start: Offsets, end: Offsets) -> list[T
     return split_ranges(ranges, options.min_partitions, options.max_records_per_partition)
 
 
-def source_columns(schema: Optional[StructType]) -> tuple[str, ...]:
+def source_columns(schema: Optional[StructType], options: Optional["SourceOptions"] = None) -> tuple[str, ...]:
     """The source columns a reader with ``schema`` produces, in its order: any subset of
     :data:`~streamlib.spark.arrow.SOURCE_DDL`'s columns with the same types.
 
@@ -269,6 +278,10 @@ def source_columns(schema: Optional[StructType]) -> tuple[str, ...]:
 partition int, offset bigint, timestamp bigint, key binary, value binary, headers \
 array<struct<key:string,value:binary>> (any subset, in any order)
     """
+    if options is not None and options.window_counts:
+        if schema is not None and tuple(schema.fieldNames()) != _WINDOW_COUNT_COLUMNS:
+            raise ValueError(f"option {window_counts.OPTION} needs the full schema")
+        return _WINDOW_COUNT_COLUMNS
     if schema is None:
         return SOURCE_COLUMNS
     full = {f.name: f.dataType for f in _SOURCE_SCHEMA.fields}
@@ -289,14 +302,33 @@ _SOURCE_SCHEMA = StructType([
                                                  StructField("value", BinaryType())])))])
 
 
-def read_range(backend: BackendSpec, part: TopicRange,
-               columns: Sequence[str] = SOURCE_COLUMNS) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of source rows (``columns`` only) for one :class:`TopicRange`, read in chunks."""
+_WINDOW_COUNT_COLUMNS = SOURCE_COLUMNS + tuple(window_counts.WINDOW_COUNT_SCHEMA.names[len(SOURCE_COLUMNS):])
+
+
+def read_range(backend: BackendSpec, part: TopicRange, columns: Sequence[str] = SOURCE_COLUMNS,
+               counts: Optional[str] = None) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of source rows (``columns`` only) for one :class:`TopicRange`, read in
+    chunks; ``counts``: the ``windowCounts`` option (pre-aggregated topics)."""
     start_worker_task()
     log = backend.open()
-    for lo in range(part.start, part.end, READ_CHUNK_RECORDS):
-        records = log.read_arrow(part.topic, part.partition, lo, min(lo + READ_CHUNK_RECORDS, part.end))
-        yield from source_batches(records, part.topic, part.partition, columns)
+    chunks = (log.read_arrow(part.topic, part.partition, lo, min(lo + READ_CHUNK_RECORDS, part.end))
+              for lo in range(part.start, part.end, READ_CHUNK_RECORDS))
+    if not counts:
+        for records in chunks:
+            yield from source_batches(records, part.topic, part.partition, columns)
+        return
+    spec = _decoded_counts(counts).get(part.topic)
+    if spec is not None:
+        yield from window_counts.aggregate_range(chunks, part.topic, part.partition, spec)
+        return
+    for records in chunks:
+        for batch in source_batches(records, part.topic, part.partition, SOURCE_COLUMNS):
+            yield window_counts.with_null_window_columns(batch)
+
+
+@lru_cache(maxsize=8)
+def _decoded_counts(text: str) -> dict:
+    return window_counts.decode_inputs(text)
 
 
 def limit_offsets(start: Offsets, available: Offsets, limit: Optional[int],
@@ -342,7 +374,7 @@ class TopicBatchReader(DataSourceReader):
         return plan_reads(self.options, start, end)
 
     def read(self, partition: TopicRange) -> Iterator[pa.RecordBatch]:
-        return read_range(self.options.backend, partition, self.columns)
+        return read_range(self.options.backend, partition, self.columns, self.options.window_counts)
 
 
 class TopicStreamReader(DataSourceStreamReader):
@@ -383,7 +415,7 @@ class TopicStreamReader(DataSourceStreamReader):
         return [r for r in plan_reads(self.options, start, end) if r.end > r.start]
 
     def read(self, partition: TopicRange) -> Iterator[pa.RecordBatch]:
-        return read_range(self.options.backend, partition, self.columns)
+        return read_range(self.options.backend, partition, self.columns, self.options.window_counts)
 
 
 class TopicDataSource(DataSource):
@@ -394,14 +426,16 @@ class TopicDataSource(DataSource):
         return "streamlib"
 
     def schema(self) -> str:
-        SourceOptions.parse(self.options)  # fail at load() on bad options / unknown topics
-        return SOURCE_DDL
+        options = SourceOptions.parse(self.options)  # fail at load() on bad options / unknown topics
+        return f"{SOURCE_DDL}, {window_counts.WINDOW_COUNT_DDL}" if options.window_counts else SOURCE_DDL
 
     def reader(self, schema: StructType) -> TopicBatchReader:
-        return TopicBatchReader(SourceOptions.parse(self.options), source_columns(schema))
+        options = SourceOptions.parse(self.options)
+        return TopicBatchReader(options, source_columns(schema, options))
 
     def streamReader(self, schema: StructType) -> TopicStreamReader:
-        return TopicStreamReader(SourceOptions.parse(self.options), source_columns(schema))
+        options = SourceOptions.parse(self.options)
+        return TopicStreamReader(options, source_columns(schema, options))
 
     def writer(self, schema: StructType, overwrite: bool):
         from streamlib.spark.sink import TopicBatchWriter
