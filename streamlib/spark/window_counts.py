@@ -133,7 +133,6 @@ def aggregate_records(records: pa.Table, topic: str, partition: int, spec: Windo
                       running: np.ndarray) -> Iterator[pa.RecordBatch]:
     """:func:`aggregate_range` for one chunk; ``running``: each task's running maximum
     so far, updated in place."""
-    n = records.num_rows
     keys, values = records.column("key"), records.column("value")
     stamps = records.column("timestamp").to_numpy()
     raw = ~_decodable(keys, spec.key_serde) | ~_decodable(values, spec.value_serde) | (stamps < 0)
