@@ -18,9 +18,6 @@ from ..topology import SubTopology, Topology
 from .fused import FusedChain
 from .order import processing_order
 
-#: the columns of a task's input rows (a batch lowering or reader may add others)
-STAGE_COLUMNS = ["topic", "partition", "offset", "timestamp", "key", "value", "headers"]
-
 _STREAM_TIME = "stream_time"
 
 
@@ -167,7 +164,7 @@ class Task:
         handler, or with an invalid timestamp, that never reach the count."""
         raw = pc.is_null(table.column("inputs"))
         if pc.any(raw).as_py():
-            rows = table.filter(raw).select(STAGE_COLUMNS)
+            rows = table.filter(raw)
             self._process_records(rows.take(processing_order(rows)))
         rows = table.filter(pc.invert(raw))
         if rows.num_rows == 0:

@@ -56,8 +56,8 @@ def source_batches(records: pa.Table, topic: str, partition: int,
         n = batch.num_rows
         if n == 0:
             continue
-        arrays = [_constant_string(topic, n) if c == "topic" else
-                  _constant_int32(partition, n) if c == "partition" else batch.column(c)
+        arrays = [constant_string(topic, n) if c == "topic" else
+                  constant_int32(partition, n) if c == "partition" else batch.column(c)
                   for c in columns]
         yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -67,13 +67,14 @@ def _row_counts(records: pa.Table) -> Iterator[pa.RecordBatch]:
     return iter(records.select(["offset"]).to_batches())
 
 
-def _constant_string(text: str, n: int) -> pa.Array:
+def constant_string(text: str, n: int) -> pa.Array:
+    """``text`` ``n`` times, built from buffers (no ``pa.array``: see :func:`source_batches`)."""
     data = text.encode()
     offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(data))
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
 
 
-def _constant_int32(value: int, n: int) -> pa.Array:
+def constant_int32(value: int, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(np.full(n, value, np.int32))])
 
 

@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 from streamlib.config import StreamsConfig
 from streamlib.node_kinds import WINDOW_AGGREGATE
 from streamlib.serdes import Serde
-from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA
+from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, constant_int32, constant_string, source_batches
 from streamlib.spark.hashing import hash_partitions
 from streamlib.topology import SubTopology, Topology
 from streamlib.windows import TimeWindows
@@ -140,7 +140,8 @@ def aggregate_records(records: pa.Table, topic: str, partition: int, spec: Windo
     keyless = ~raw & ~has_key
     keyed = np.flatnonzero(~raw & has_key)
     if raw.any():
-        yield _raw_rows(records.filter(pa.array(raw)), topic, partition)
+        for batch in source_batches(records.filter(pa.array(raw)), topic, partition):
+            yield with_null_window_columns(batch)
     if keyless.any():
         yield _keyless_row(records.filter(pa.array(keyless)), topic, partition)
     if len(keyed) == 0:
@@ -150,8 +151,9 @@ def aggregate_records(records: pa.Table, topic: str, partition: int, spec: Windo
     task = hash_partitions(encoded.dictionary, spec.tasks)[key_ids]
     ts = stamps[keyed]
     entry = np.empty_like(ts)
-    for t in np.unique(task):
-        rows = np.flatnonzero(task == t)
+    by_task = np.argsort(task, kind="stable")   # each task's rows, in offset order
+    for rows in np.split(by_task, np.flatnonzero(np.diff(task[by_task])) + 1):
+        t = task[rows[0]]
         entry[rows] = np.maximum.accumulate(np.maximum(ts[rows], running[t]))
         running[t] = entry[rows[-1]]
     row_of, starts = spec.windows.assign(ts)
@@ -170,7 +172,7 @@ def aggregate_records(records: pa.Table, topic: str, partition: int, spec: Windo
     source_rows = keyed[last]
     m = groups.num_rows
     yield pa.RecordBatch.from_arrays([
-        _repeat_string(topic, m), pa.array(np.full(m, partition, np.int32)),
+        constant_string(topic, m), constant_int32(partition, m),
         records.column("offset").take(pa.array(source_rows)).combine_chunks(),
         pc.coalesce(groups.column("live_stamp_max"), groups.column("stamp_max")).combine_chunks(),
         encoded.dictionary.take(groups.column("key").combine_chunks()),
@@ -198,34 +200,21 @@ def _decodable(column: pa.ChunkedArray, serde: Serde) -> np.ndarray:
     return out
 
 
-def _raw_rows(records: pa.Table, topic: str, partition: int) -> pa.RecordBatch:
-    n = records.num_rows
-    return pa.RecordBatch.from_arrays(
-        [_repeat_string(topic, n), pa.array(np.full(n, partition, np.int32))]
-        + [records.column(f.name).combine_chunks() for f in SOURCE_ARROW_SCHEMA if f.name in records.column_names]
-        + [pa.nulls(n, f.type) for f in WINDOW_COUNT_FIELDS], schema=WINDOW_COUNT_SCHEMA)
-
-
 def _keyless_row(records: pa.Table, topic: str, partition: int) -> pa.RecordBatch:
     """One row for the records without a key: the count drops them all (``window_late``),
     and their largest timestamp still moves the task's stream time."""
     n = records.num_rows
     last = records.slice(n - 1)
     return pa.RecordBatch.from_arrays([
-        _repeat_string(topic, 1), pa.array([partition], pa.int32()), last.column("offset").combine_chunks(),
+        constant_string(topic, 1), constant_int32(partition, 1), last.column("offset").combine_chunks(),
         pa.array([pc.max(records.column("timestamp")).as_py()], pa.int64()), pa.nulls(1, pa.binary()),
         pa.array([b""], pa.binary()), last.column("headers").combine_chunks(),
         pa.nulls(1, pa.int64()), pa.array([0], pa.int64()), pa.array([n], pa.int64()),
         pa.array([n], pa.int64()), pa.nulls(1, pa.int64())], schema=WINDOW_COUNT_SCHEMA)
 
 
-def _repeat_string(text: str, n: int) -> pa.Array:
-    return pa.array([text] * n, pa.string()) if n < 64 else pc.cast(
-        pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([text])), pa.string())
-
-
 def with_null_window_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """A plain source batch with the pre-aggregated rows' columns, all null."""
+    """A source batch of every source column with the pre-aggregated rows' columns, all null."""
     n = batch.num_rows
     return pa.RecordBatch.from_arrays([*batch.columns, *(pa.nulls(n, f.type) for f in WINDOW_COUNT_FIELDS)],
-                                      schema=pa.schema([*batch.schema, *WINDOW_COUNT_FIELDS]))
+                                      schema=WINDOW_COUNT_SCHEMA)
