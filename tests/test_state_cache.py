@@ -9,6 +9,7 @@ import time
 
 from streamlib.state import StoreSpec, open_task_stores
 from streamlib.state.cache import StoreCache
+from streamlib.state.rocksdb import lock_held_elsewhere
 from streamlib.state.task import RELEASE_REQUEST
 
 SPEC = StoreSpec("counts", logging=False)
@@ -127,6 +128,57 @@ def test_another_process_gets_cached_stores_at_once_and_sees_the_committed_batch
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_cached_copy_writes_its_memtables_to_disk_in_the_background(tmp_path):
+    # so that the close a hand-over waits for has nothing left to flush
+    cache = StoreCache(lease=60.0)
+    task_dir = tmp_path / "0_0"
+    stores = cache.acquire(str(task_dir), "k", opener(task_dir))
+    commit(stores, 0, b"a", b"1")
+    assert not list((task_dir / "counts").glob("*.sst"))   # only in the memtable and the WAL
+    cache.release(str(task_dir), "k", stores)
+    deadline = time.monotonic() + 10
+    while len(list((task_dir / "counts").glob("*.sst"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        assert len(list((task_dir / "counts").glob("*.sst"))) == 2   # the data and the bookkeeping
+        again = cache.acquire(str(task_dir), "k", opener(task_dir))
+        assert again is stores
+        again.begin(1)
+        assert again["counts"].get(b"a") == b"1"
+    finally:
+        cache.discard(stores)
+
+
+def test_an_early_request_frees_other_processes_stores_and_leaves_this_ones_cached(tmp_path):
+    elsewhere, here = tmp_path / "0_0", tmp_path / "0_1"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(elsewhere)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    cache = StoreCache(lease=60.0)
+    mine = cache.acquire(str(here), "k", opener(here))
+    commit(mine, 0, b"a", b"1")
+    cache.release(str(here), "k", mine)
+    try:
+        assert holder.stdout.readline().strip() == "cached"
+        cache.request_release([str(elsewhere), str(here), str(tmp_path / "0_2")])
+        assert (elsewhere / RELEASE_REQUEST).exists()
+        assert not (here / RELEASE_REQUEST).exists() and not (tmp_path / "0_2").exists()
+        deadline = time.monotonic() + 10
+        while lock_held_elsewhere(str(elsewhere / "counts" / "LOCK")) and time.monotonic() < deadline:
+            time.sleep(0.01)   # the holder's reaper looks every few milliseconds
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "0"   # closed before anyone waited
+        with open_task_stores(elsewhere, [SPEC], lock_timeout=0.5) as stores:
+            stores.begin(1)
+            assert stores["counts"].get(b"k") == b"from-holder"
+        assert not (elsewhere / RELEASE_REQUEST).exists()   # answered: removed by the opener
+        assert cache.acquire(str(here), "k", opener(here)) is mine
+    finally:
+        holder.kill()
+        holder.wait()
+        cache.discard(mine)
 
 
 def test_release_everywhere_empties_other_processes_caches_and_frees_the_locks(tmp_path):

@@ -130,7 +130,12 @@ def test_a_store_directory_replaced_while_cached_is_closed_and_rebuilt(runner):
     store_dir = os.path.join(runner.task_dir, "counts")
     # someone deletes the copy and a new one appears under the same name (another
     # opener, a restore): the cached handle must not live on beside it
-    shutil.rmtree(store_dir)
+    for _ in range(100):   # (its memtable flush may still be writing a file into it)
+        try:
+            shutil.rmtree(store_dir)
+            break
+        except OSError:
+            time.sleep(0.01)
     os.makedirs(store_dir)
     deadline = time.monotonic() + 5
     while runner.task_dir in STORE_CACHE._entries and time.monotonic() < deadline:

@@ -35,6 +35,16 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
+
+def task_id(sub_id: int, partition: int) -> str:
+    """The id of the task that runs sub-topology ``sub_id`` for ``partition`` (Kafka
+    Streams' ``<subtopology>_<partition>``); it names the task's state directory.
+
+    >>> task_id(1, 3)
+    '1_3'
+    """
+    return f"{sub_id}_{partition}"
+
 class Task:
     """Runs one sub-topology for one partition.
 
@@ -51,7 +61,7 @@ class Task:
         self.sub = sub
         self.partition = partition
         self.config = config
-        self.task_id = f"{sub.id}_{partition}"
+        self.task_id = task_id(sub.id, partition)
         self.context = ProcessorContext(self.task_id, partition, config, topic_partitions)
         self.processors: dict[str, Processor] = build_processors(topology, sub, self.context)
         self.sources: dict[str, SourceProcessor] = {

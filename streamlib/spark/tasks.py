@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from pyspark import TaskContext
 
 from streamlib.config import StreamsConfig
-from streamlib.runtime.task import Task, paused_gc
+from streamlib.runtime.task import Task, paused_gc, task_id
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, split_by_partition
 from streamlib.spark.daemon import start_worker_task
 from streamlib.spark.preaggregate import combine_task_rows
@@ -87,15 +87,26 @@ def stage_function(plan: StagePlan, report: Callable[[dict], None]
         # again while the output topics remain.
         query_id = spark_task.getLocalProperty(QUERY_ID_PROPERTY)
         sink_producer = f"{plan.config.application_id}/{query_id}"
+        request_stores_early(plan, pc.unique(table.column(TASK_PARTITION)).to_pylist())
         for partition, task_rows in split_by_task(rows, table.column(TASK_PARTITION)):
             # The batch's changelog and sink appends become durable together, before
             # the task reports its batch done (one round of fsyncs, not one per append).
             with plan.backend.open().group_commit():
                 output, metrics = run_task(plan, batch_id, partition, task_rows, sink_producer, stream_time)
-            report({"tasks": {f"{plan.sub_id}_{partition}": metrics}})
+            report({"tasks": {task_id(plan.sub_id, partition): metrics}})
             yield from output.to_batches()
 
     return run
+
+
+def request_stores_early(plan: StagePlan, partitions: list[int]) -> None:
+    """Before the first of several tasks runs: ask whichever process keeps the stores of
+    the others open to close them now (about half of all batches run in the other
+    Python worker, see :mod:`streamlib.state.cache`), so that their hand-over overlaps
+    the first task's work instead of following it."""
+    if len(partitions) > 1 and plan.topology.subtopologies[plan.sub_id].stateful:
+        STORE_CACHE.request_release([plan.config.task_state_dir(task_id(plan.sub_id, partition))
+                                     for partition in partitions[1:]])
 
 
 def batch_of(value: Optional[str]) -> tuple[int, int]:

@@ -109,6 +109,14 @@ class StoreCache:
         if self.lease <= 0 or os.path.exists(os.path.join(task_dir, RELEASE_REQUEST)):
             stores.close()
             return
+        try:
+            # Most of a close is flushing memtables: done now, in RocksDB's background
+            # thread, the next process to run the task waits ~1 ms per store for the
+            # close instead of ~5 (half of all batches run in the other Python worker).
+            stores.flush_in_background()
+        except Exception:  # noqa: BLE001 - an unusable copy is closed, not kept
+            _close(stores)
+            return
         entry = _Entry(key, stores, time.monotonic())
         with self._lock:
             old = self._entries.pop(task_dir, None)
@@ -122,6 +130,17 @@ class StoreCache:
                 self._reaper.start()
         if old is not None and old.stores is not stores:
             _close(old.stores)
+
+    def request_release(self, task_dirs: list[str]) -> None:
+        """Ask the processes that keep the stores of ``task_dirs`` open to close them
+        (those cached here are left alone); the opener removes the request once it has
+        the stores (:func:`~streamlib.state.open_task_stores`)."""
+        with self._lock:
+            elsewhere = [task_dir for task_dir in task_dirs if task_dir not in self._entries]
+        for task_dir in elsewhere:
+            if os.path.isdir(task_dir):
+                with open(os.path.join(task_dir, RELEASE_REQUEST), "a"):
+                    pass
 
     def discard(self, stores: TaskStores) -> None:
         """After a failed batch: close (uncommitted changes are dropped with the handle)."""

@@ -226,6 +226,15 @@ class RocksDB:
         del meta_cf
         self._db.write(batch)
 
+    def flush_in_background(self) -> None:
+        """Start writing both column families' memtables to table files in RocksDB's
+        background thread, without waiting. rocksdict flushes a database when it closes
+        it; a copy flushed beforehand closes in about a millisecond instead of several,
+        and closing is what a hand-over to another process waits for. (Kafka Streams
+        flushes its RocksDB stores at every commit too.)"""
+        self._db.flush(False)
+        self._meta.flush(False)
+
     def catch_up(self) -> None:
         """Secondary only: see what the writer has committed since."""
         self._db.try_catch_up_with_primary()

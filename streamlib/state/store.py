@@ -167,5 +167,9 @@ class TaskStore:
         """The changelog offset the local copy reflects (None: it has read none)."""
         return self._meta_int(CHANGELOG_OFFSET)
 
+    def flush_in_background(self) -> None:
+        """See :meth:`RocksDB.flush_in_background`."""
+        self._db.flush_in_background()
+
     def close(self) -> None:
         self._db.close()

@@ -110,6 +110,12 @@ class TaskStores(Mapping[str, KeyValueStore]):
             for name, value in fresh.as_dict().items():
                 setattr(store.metrics, name, value)
 
+    def flush_in_background(self) -> None:
+        """Let every store write its memtables to disk in the background (committed
+        batches only: it changes nothing a reader sees), so closing them later is quick."""
+        for store in self._all():
+            store.flush_in_background()
+
     def close(self) -> None:
         """Release the RocksDB locks; uncommitted writes are discarded. Every store is
         closed even when one fails (a deleted directory makes RocksDB's close fail):
@@ -163,14 +169,12 @@ def open_task_stores(task_dir: str | os.PathLike, specs: Sequence[StoreSpec],
     (otherwise it is local only)."""
     task_dir = os.fspath(task_dir)
     request = os.path.join(task_dir, RELEASE_REQUEST)
-    waited = []
 
     def ask_holder_to_release() -> None:
         # Re-created at every retry: another waiter that got the stores first removes it.
         if not os.path.exists(request):
             with open(request, "a"):
                 pass
-        waited.append(True)
 
     def changelog(store: str, topic: Optional[str]) -> Optional[Changelog]:
         if backend is None or topic is None:
@@ -190,11 +194,12 @@ def open_task_stores(task_dir: str | os.PathLike, specs: Sequence[StoreSpec],
             store.close()
         raise
     finally:
-        if waited:
-            try:
-                os.remove(request)
-            except FileNotFoundError:
-                pass
+        # also a request made before this open (StoreCache.request_release): it is
+        # answered once the stores are here, or it goes with the failed opener
+        try:
+            os.remove(request)
+        except FileNotFoundError:
+            pass
     *stores, meta = opened
     return TaskStores({store.name: store for store in stores}, meta,
                       {spec.name: spec.entries_per_record for spec in specs})
