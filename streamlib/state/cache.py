@@ -15,6 +15,11 @@ first, so nothing is closed under a running batch). A batch that finishes while 
 request is pending closes instead of caching. Without requests, an entry closes after
 ``lease`` idle seconds. So a second opener waits for a poll interval, never for a
 batch, and never opens a store another process is using: the LOCK decides as before.
+Two things keep that wait short. A cached copy starts flushing its memtables in
+RocksDB's background thread as soon as it is cached (rocksdict flushes at close; with
+nothing left to flush a close takes about a millisecond), and a Spark task that runs
+several tasks asks for all their stores before the first one runs
+(:meth:`StoreCache.request_release`), so the later hand-overs overlap its work.
 
 A cached copy is reused only under the same key (the caller's: the run of the
 application that opened it, the store specs and changelog settings) and only if its
