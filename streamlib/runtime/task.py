@@ -35,7 +35,6 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-
 def task_id(sub_id: int, partition: int) -> str:
     """The id of the task that runs sub-topology ``sub_id`` for ``partition`` (Kafka
     Streams' ``<subtopology>_<partition>``); it names the task's state directory.
@@ -44,6 +43,7 @@ def task_id(sub_id: int, partition: int) -> str:
     '1_3'
     """
     return f"{sub_id}_{partition}"
+
 
 class Task:
     """Runs one sub-topology for one partition.

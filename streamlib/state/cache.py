@@ -143,9 +143,11 @@ class StoreCache:
         with self._lock:
             elsewhere = [task_dir for task_dir in task_dirs if task_dir not in self._entries]
         for task_dir in elsewhere:
-            if os.path.isdir(task_dir):
+            try:
                 with open(os.path.join(task_dir, RELEASE_REQUEST), "a"):
                     pass
+            except FileNotFoundError:
+                pass   # no stores yet (a first batch): nobody to ask
 
     def discard(self, stores: TaskStores) -> None:
         """After a failed batch: close (uncommitted changes are dropped with the handle)."""
