@@ -20,6 +20,10 @@ from .topics import TopicNotFound
 from .topology import Topology, TopologyError
 
 log = logging.getLogger("streamlib")
+#: A micro-batch reads consecutive topic partitions in one Spark task until it holds this
+#: many records: each Python read task costs Spark 50-100 ms before its first record,
+#: reading a few thousand records costs a few (the source's ``minRecordsPerPartition``).
+READ_TOGETHER_RECORDS = 5_000
 
 _COUNTERS = ("records_in", "records_out", "dropped_records", "skipped_records", "dead_letter_records",
              "restored_records")
@@ -220,6 +224,7 @@ class Streams:
                    "backendConfig": json.dumps(self._backend_config(), sort_keys=True)}
         if self.config.max_records_per_batch:
             options["maxRecordsPerTrigger"] = str(self.config.max_records_per_batch)
+        options["minRecordsPerPartition"] = str(READ_TOGETHER_RECORDS)
         return options
 
     def _prepare_topics(self, backend: Any) -> int:

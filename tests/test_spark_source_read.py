@@ -112,7 +112,41 @@ def test_split_streaming_batches_keep_offsets_per_topic_partition(spark, log, tm
     assert source_offsets == {"s": {"0": 30, "1": 25}}
 
 
-@pytest.mark.parametrize("option", ["minPartitions", "maxRecordsPerPartition"])
+def test_min_records_per_partition_reads_small_ranges_together_in_offset_order(spark, log):
+    fill(log, "t", [3, 4, 12, 2, 0, 5])
+    grouped = reader(spark, log, "t", minRecordsPerPartition="6")
+    # 3+4 reach 6; 12 alone; 2, the empty range and 5 are what is left
+    assert grouped.rdd.getNumPartitions() == 3
+    assert_df_equality(grouped, reader(spark, log, "t"), ignore_row_order=True)
+    tasks = grouped.select(F.spark_partition_id().alias("task"), "partition", "offset").collect()
+    assert [(r.task, r.partition, r.offset) for r in tasks] == (
+        [(0, 0, o) for o in range(3)] + [(0, 1, o) for o in range(4)] + [(1, 2, o) for o in range(12)]
+        + [(2, 3, o) for o in range(2)] + [(2, 5, o) for o in range(5)])
+
+
+def test_a_micro_batch_reads_its_small_ranges_in_one_task_and_keeps_offsets_per_partition(log):
+    from streamlib.spark.source import RangeGroup, SourceOptions, TopicRange, TopicStreamReader
+
+    fill(log, "s", [3, 0, 2, 9])
+    options = {"bootstrap": log.url, "topics": "s", "minRecordsPerPartition": "5"}
+    stream = TopicStreamReader(SourceOptions.parse(options))
+    start, end = stream.initialOffset(), stream.latestOffset()
+    assert end == {"s": {"0": 3, "1": 0, "2": 2, "3": 9}}
+    assert stream.partitions(start, end) == [
+        RangeGroup((TopicRange("s", 0, 0, 3), TopicRange("s", 2, 0, 2))), TopicRange("s", 3, 0, 9)]
+    rows = [row for part in stream.partitions(start, end) for batch in stream.read(part)
+            for row in batch.to_pylist()]
+    assert [(r["partition"], r["offset"]) for r in rows] == (
+        [(0, o) for o in range(3)] + [(2, o) for o in range(2)] + [(3, o) for o in range(9)])
+
+
+def test_min_records_per_partition_is_not_combined_with_splitting(spark, log):
+    fill(log, "t", [1])
+    with pytest.raises(Exception, match="minRecordsPerPartition reads whole ranges together"):
+        reader(spark, log, "t", minRecordsPerPartition="5", minPartitions="2").collect()
+
+
+@pytest.mark.parametrize("option", ["minPartitions", "maxRecordsPerPartition", "minRecordsPerPartition"])
 def test_split_options_must_be_positive_integers(spark, log, option):
     fill(log, "t", [1])
     with pytest.raises(Exception, match=f"option {option} must be a positive integer"):

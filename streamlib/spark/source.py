@@ -5,7 +5,10 @@ ascending; a batch read keeps empty ranges, so its partition indexes are stable,
 micro-batch leaves them out, as Spark's Kafka source does), unless
 ``minPartitions`` or ``maxRecordsPerPartition`` ask for large ranges to be split (as in
 Spark's Kafka source): then a topic partition's range may be read by several Spark
-tasks, each in offset order. Streaming offsets are ``{topic: {partition: next_offset}}``
+tasks, each in offset order; or unless ``minRecordsPerPartition`` asks for small ranges
+to be read together: consecutive ranges then share one Spark task until it holds at
+least that many records (a Python read task costs Spark tens of milliseconds before
+its first record, far more than reading a few thousand). Streaming offsets are ``{topic: {partition: next_offset}}``
 dicts (partition keys are strings, as JSON makes them) kept by Spark in the query
 checkpoint, whether or not ranges are split.
 
@@ -18,7 +21,8 @@ Options: ``bootstrap`` (backend URL, default ``local://./streamlib-data``), ``to
 (comma-separated, required), ``startingOffsets`` (``earliest`` default | ``latest`` |
 JSON ``{"t": {"0": 5}}``), ``endingOffsets`` (batch only: ``latest`` default | JSON),
 ``maxRecordsPerTrigger`` (streaming), ``minPartitions`` / ``maxRecordsPerPartition``
-(split ranges, see above), ``backendConfig`` / ``consumerConfig`` /
+(split ranges, see above), ``minRecordsPerPartition`` (read small ranges together,
+see above; not with the two before), ``backendConfig`` / ``consumerConfig`` /
 ``producerConfig`` (JSON objects passed to :func:`streamlib.topics.open_backend`),
 ``applicationId`` (names the application's reset command in errors); ``windowCounts``
 (internal, set by ``Streams``: topics to pre-aggregate for windowed counts, see
@@ -115,6 +119,8 @@ class SourceOptions:
     max_records_per_partition: Optional[int] = None
     #: the :data:`~streamlib.spark.window_counts.OPTION` value, if any
     window_counts: Optional[str] = None
+    #: read consecutive ranges in one Spark task until it holds this many records
+    min_records_per_partition: Optional[int] = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -135,7 +141,11 @@ class SourceOptions:
                      options.get("applicationId") or None,
                      _positive_option(options, "minPartitions"),
                      _positive_option(options, "maxRecordsPerPartition"),
-                     options.get(window_counts.OPTION) or None)
+                     options.get(window_counts.OPTION) or None,
+                     _positive_option(options, "minRecordsPerPartition"))
+        if parsed.min_records_per_partition and (parsed.min_partitions or parsed.max_records_per_partition):
+            raise ValueError("option minRecordsPerPartition reads whole ranges together: it cannot be "
+                             "combined with minPartitions or maxRecordsPerPartition, which split them")
         if parsed.window_counts and (parsed.min_partitions or parsed.max_records_per_partition):
             # a range read in pieces would restart each piece's running maxima
             raise ValueError(f"option {window_counts.OPTION} cannot be combined with split ranges")
@@ -256,6 +266,40 @@ def split_ranges(ranges: list[TopicRange], min_partitions: Optional[int] = None,
     return out
 
 
+@dataclass(frozen=True)
+class RangeGroup(InputPartition):
+    """Consecutive small ranges read one after the other in one Spark task."""
+
+    ranges: tuple[TopicRange, ...]
+
+
+def group_small_ranges(ranges: list[TopicRange], min_records: Optional[int]
+                       ) -> list[TopicRange | RangeGroup]:
+    """``ranges`` in order, consecutive ones grouped until a group holds at least
+    ``min_records`` records; a range that has them alone stays as it is. Only the
+    ranges decide the groups (not the cluster), so a batch re-run after a restart is
+    read by the same tasks.
+
+    >>> ranges = [TopicRange("t", p, 0, n) for p, n in enumerate([900, 800, 7000, 300])]
+    >>> [[r.partition for r in (g.ranges if isinstance(g, RangeGroup) else [g])]
+    ...  for g in group_small_ranges(ranges, 5000)]
+    [[0, 1, 2], [3]]
+    >>> group_small_ranges(ranges[:1], 5000) == ranges[:1]
+    True
+    """
+    if not min_records:
+        return list(ranges)
+    groups: list[list[TopicRange]] = []
+    held = min_records
+    for r in ranges:
+        if held >= min_records:
+            groups.append([])
+            held = 0
+        groups[-1].append(r)
+        held += r.end - r.start
+    return [group[0] if len(group) == 1 else RangeGroup(tuple(group)) for group in groups]
+
+
 def plan_reads(options: "SourceOptions", start: Offsets, end: Offsets) -> list[TopicRange]:
     """The input partitions of ``[start, end)``: :func:`plan_ranges`, split as the
     ``minPartitions`` / ``maxRecordsPerPartition`` options ask."""
@@ -303,6 +347,13 @@ _SOURCE_SCHEMA = StructType([
 
 
 _WINDOW_COUNT_COLUMNS = SOURCE_COLUMNS + tuple(window_counts.WINDOW_COUNT_SCHEMA.names[len(SOURCE_COLUMNS):])
+
+
+def read_partition(options: SourceOptions, partition: TopicRange | RangeGroup,
+                   columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
+    """The Arrow batches of one input partition: its range, or each range of its group."""
+    for part in partition.ranges if isinstance(partition, RangeGroup) else (partition,):
+        yield from read_range(options.backend, part, columns, options.window_counts)
 
 
 def read_range(backend: BackendSpec, part: TopicRange, columns: Sequence[str] = SOURCE_COLUMNS,
@@ -368,13 +419,13 @@ class TopicBatchReader(DataSourceReader):
         self.options = options
         self.columns = tuple(columns)
 
-    def partitions(self) -> list[TopicRange]:
+    def partitions(self) -> list[TopicRange | RangeGroup]:
         start = self.options.resolve(self.options.starting, unlisted="earliest")
         end = self.options.resolve(self.options.ending, unlisted="latest")
-        return plan_reads(self.options, start, end)
+        return group_small_ranges(plan_reads(self.options, start, end), self.options.min_records_per_partition)
 
-    def read(self, partition: TopicRange) -> Iterator[pa.RecordBatch]:
-        return read_range(self.options.backend, partition, self.columns, self.options.window_counts)
+    def read(self, partition: TopicRange | RangeGroup) -> Iterator[pa.RecordBatch]:
+        return read_partition(self.options, partition, self.columns)
 
 
 class TopicStreamReader(DataSourceStreamReader):
@@ -412,10 +463,11 @@ class TopicStreamReader(DataSourceStreamReader):
         self._next_start = canonical(end, self.options.topics)
         # Only ranges with records, as Spark's Kafka source plans them: each range is a
         # Python read task, and a small batch often touches one partition of many.
-        return [r for r in plan_reads(self.options, start, end) if r.end > r.start]
+        return group_small_ranges([r for r in plan_reads(self.options, start, end) if r.end > r.start],
+                                  self.options.min_records_per_partition)
 
-    def read(self, partition: TopicRange) -> Iterator[pa.RecordBatch]:
-        return read_range(self.options.backend, partition, self.columns, self.options.window_counts)
+    def read(self, partition: TopicRange | RangeGroup) -> Iterator[pa.RecordBatch]:
+        return read_partition(self.options, partition, self.columns)
 
 
 class TopicDataSource(DataSource):
