@@ -8,8 +8,8 @@ Spark's Kafka source): then a topic partition's range may be read by several Spa
 tasks, each in offset order; or unless ``minRecordsPerPartition`` asks for small ranges
 to be read together: consecutive ranges then share one Spark task until it holds at
 least that many records (a Python read task costs Spark tens of milliseconds before
-its first record, far more than reading a few thousand). Streaming offsets are ``{topic: {partition: next_offset}}``
-dicts (partition keys are strings, as JSON makes them) kept by Spark in the query
+its first record, far more than reading a few thousand). Streaming offsets are
+``{topic: {partition: next_offset}}`` dicts (partition keys are strings, as JSON makes them) kept by Spark in the query
 checkpoint, whether or not ranges are split.
 
 A schema given with ``.schema(...)`` may name any subset of the source columns, in any
@@ -456,7 +456,7 @@ class TopicStreamReader(DataSourceStreamReader):
         self._next_start = end
         return end
 
-    def partitions(self, start: Offsets, end: Offsets) -> list[TopicRange]:
+    def partitions(self, start: Offsets, end: Offsets) -> list[TopicRange | RangeGroup]:
         # A batch re-run from the checkpoint must find all its records again.
         check_within_log(canonical(end, self.options.topics), self.options.resolve("latest"),
                          self.options.application_id)

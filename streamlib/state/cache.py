@@ -43,7 +43,7 @@ import time
 from typing import Callable, Hashable, Optional
 
 from streamlib.state.rocksdb import db_identity, lock_held_elsewhere
-from streamlib.state.task import RELEASE_REQUEST, TaskStores
+from streamlib.state.task import RELEASE_REQUEST, TaskStores, ask_to_release, withdraw_release_request
 
 log = logging.getLogger("streamlib.state")
 
@@ -143,11 +143,7 @@ class StoreCache:
         with self._lock:
             elsewhere = [task_dir for task_dir in task_dirs if task_dir not in self._entries]
         for task_dir in elsewhere:
-            try:
-                with open(os.path.join(task_dir, RELEASE_REQUEST), "a"):
-                    pass
-            except FileNotFoundError:
-                pass   # no stores yet (a first batch): nobody to ask
+            ask_to_release(task_dir)
 
     def discard(self, stores: TaskStores) -> None:
         """After a failed batch: close (uncommitted changes are dropped with the handle)."""
@@ -248,12 +244,8 @@ def release_everywhere(state_dir: str, timeout: float = 10.0) -> bool:
     if not os.path.isdir(state_dir):
         return True
     task_dirs = [entry.path for entry in os.scandir(state_dir) if entry.is_dir()]
-    requests = []
     for task_dir in task_dirs:
-        request = os.path.join(task_dir, RELEASE_REQUEST)
-        with open(request, "a"):
-            pass
-        requests.append(request)
+        ask_to_release(task_dir)
     locks = [os.path.join(entry.path, "LOCK") for task_dir in task_dirs
              for entry in os.scandir(task_dir) if entry.is_dir()]
     deadline = time.monotonic() + timeout
@@ -267,8 +259,5 @@ def release_everywhere(state_dir: str, timeout: float = 10.0) -> bool:
             locks = held
             time.sleep(POLL_INTERVAL)
     finally:
-        for request in requests:
-            try:
-                os.remove(request)
-            except FileNotFoundError:
-                pass
+        for task_dir in task_dirs:
+            withdraw_release_request(task_dir)

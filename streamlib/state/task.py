@@ -23,6 +23,26 @@ META_STORE = "__task_meta"
 #: stores' LOCK: a holder that keeps them open between batches closes them when it
 #: sees it (streamlib.state.cache).
 RELEASE_REQUEST = ".release-request"
+
+
+def ask_to_release(task_dir: str) -> None:
+    """Ask whichever process keeps ``task_dir``'s stores open between batches to close
+    them (:data:`RELEASE_REQUEST`); nothing to ask where the directory does not exist."""
+    try:
+        with open(os.path.join(task_dir, RELEASE_REQUEST), "a"):
+            pass
+    except FileNotFoundError:
+        pass
+
+
+def withdraw_release_request(task_dir: str) -> None:
+    """Remove ``task_dir``'s :data:`RELEASE_REQUEST`, if there is one."""
+    try:
+        os.remove(os.path.join(task_dir, RELEASE_REQUEST))
+    except FileNotFoundError:
+        pass
+
+
 _SUMMED = ("gets", "puts", "open_seconds", "commits", "committed_keys", "commit_seconds",
            "restored_records", "restore_seconds", "entries")
 
@@ -168,13 +188,10 @@ def open_task_stores(task_dir: str | os.PathLike, specs: Sequence[StoreSpec],
     ``backend`` is given; task metadata is logged to ``meta_changelog_topic`` if given
     (otherwise it is local only)."""
     task_dir = os.fspath(task_dir)
-    request = os.path.join(task_dir, RELEASE_REQUEST)
 
     def ask_holder_to_release() -> None:
         # Re-created at every retry: another waiter that got the stores first removes it.
-        if not os.path.exists(request):
-            with open(request, "a"):
-                pass
+        ask_to_release(task_dir)
 
     def changelog(store: str, topic: Optional[str]) -> Optional[Changelog]:
         if backend is None or topic is None:
@@ -196,10 +213,7 @@ def open_task_stores(task_dir: str | os.PathLike, specs: Sequence[StoreSpec],
     finally:
         # also a request made before this open (StoreCache.request_release): it is
         # answered once the stores are here, or it goes with the failed opener
-        try:
-            os.remove(request)
-        except FileNotFoundError:
-            pass
+        withdraw_release_request(task_dir)
     *stores, meta = opened
     return TaskStores({store.name: store for store in stores}, meta,
                       {spec.name: spec.entries_per_record for spec in specs})
