@@ -200,12 +200,16 @@ class Streams:
                 {t: backend.num_partitions(t) for t in self.topology.source_topics()},
                 self.config.consumer_config, self.config.max_records_per_batch)
         from .spark import window_counts
+        from .spark.source import READER_STAGE_OPTION
 
         reader = self.spark.readStream.format("streamlib")
         for key, value in self._source_options().items():
             reader = reader.option(key, value)
         if self._plan.window_counts:
             reader = reader.option(window_counts.OPTION, window_counts.encode_inputs(self._plan.window_counts))
+        stage = self._plan.reader_stage_option()
+        if stage is not None:
+            reader = reader.option(READER_STAGE_OPTION, stage)
         return reader.load()
 
     def _backend_config(self) -> dict[str, Any]:

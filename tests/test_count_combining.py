@@ -11,8 +11,8 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from streamlib.spark.arrow import SOURCE_DDL
-from streamlib.spark.preaggregate import COMBINED_DDL, combine_task_rows, preaggregate
+from streamlib.spark.arrow import COMBINED_DDL, SOURCE_DDL
+from streamlib.spark.preaggregate import combine_task_rows, preaggregate
 from streamlib.spark.tasks import STAGE_SCHEMA
 
 TOPIC, OTHER = "app-counts-repartition", "app-other-repartition"

@@ -22,6 +22,10 @@ SOURCE_DDL = ("topic string, partition int, offset long, timestamp long, key bin
               f"value binary, headers {HEADERS_DDL}")
 SOURCE_ARROW_SCHEMA = pa.schema([("topic", pa.string()), ("partition", pa.int32()),
                                  *RECORD_SCHEMA])
+#: Columns a count's input rows have when its writers combined them per key
+#: (:func:`streamlib.spark.preaggregate.combine_task_rows`), beyond the source rows'.
+COMBINED_DDL = "records long, weight long"
+COMBINED_FIELDS = [pa.field("records", pa.int64()), pa.field("weight", pa.int64())]
 #: Columns the sink understands; ``value`` is required, the others optional.
 SINK_COLUMNS = ("topic", "partition", "key", "value", "timestamp", "headers")
 

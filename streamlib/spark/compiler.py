@@ -7,8 +7,10 @@ plus the rows upstream stages emitted for its repartition topics; a stateful sta
 and then runs one streamlib ``Task`` per partition inside ``mapInArrow`` (with more
 partitions than Spark has cores, each Spark task runs its share of them in turn: a
 Python task costs tens of ms before any row, so a batch pays one per core). Stateless
-steps of a sub-topology are fused into that one Arrow map. Rows bound for sink
-topics are appended by the tasks themselves, idempotently per (task, batch).
+steps of a sub-topology are fused into that one Arrow map; a stateless stage that
+alone reads the application's topics runs in the source's reader instead (see
+:meth:`BatchPlan._reader_stage`). Rows bound for sink topics are appended by the
+tasks themselves, idempotently per (task, batch).
 """
 from __future__ import annotations
 
@@ -24,16 +26,17 @@ from pyspark.storagelevel import StorageLevel
 from pyspark.util import PythonEvalType
 
 from streamlib.config import StreamsConfig
-from streamlib.spark.arrow import HEADERS_DDL, SOURCE_COLUMNS, SOURCE_DDL
+from streamlib.spark.arrow import COMBINED_DDL, HEADERS_DDL, SOURCE_COLUMNS, SOURCE_DDL
 from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chains, repartition_rows,
                                      without_columns)
 from streamlib.spark.source import BackendSpec
 from streamlib.spark.exprs import once
 from streamlib.spark.hashing import hash_partition
 from streamlib.spark.lowerings import BatchInput, is_column_step, stage_batch_input
-from streamlib.spark.preaggregate import COMBINED_DDL, PreAggregate  # (also registers the count's lowering)
+from streamlib.spark.preaggregate import PreAggregate  # (also registers the count's lowering)
+from streamlib.spark import kafka_source, pickled
 from streamlib.spark.tasks import (BATCH_PROPERTY, TASK_PARTITION, TICK_TOPIC, StagePlan, merge_metrics,
-                                   stage_function)
+                                   reader_stage_function, stage_function)
 from streamlib.spark.undecodable import SkippedCount, handle_undecodable, split_undecodable
 from streamlib.spark.window_counts import window_count_inputs
 from streamlib.topology import SubTopology, Topology, TopologyError
@@ -131,6 +134,8 @@ class BatchPlan:
             stage.writes = frozenset(self._writes(stage.sub))
             stage.readers = sum(1 for s in self.stages if stage.writes & set(s.sub.repartition_inputs))
         self.metrics = spark.sparkContext.accumulator({"tasks": {}}, _MetricsParam())
+        #: the stage whose tasks the source's reader runs, if any (see :meth:`_reader_stage`)
+        self.reader_stage = self._reader_stage()
         self._last_result: Optional[DataFrame] = None
         self.time_aware = any(stage.time_aware for stage in self.stages)
         self._tick_keys: dict[int, list[bytes]] = {}
@@ -231,7 +236,6 @@ class BatchPlan:
         self._undecodable: list[DataFrame] = []  # handlers of rows Column steps cannot decode
         self._skipped: list[SkippedCount] = []  # counts of the rows they drop
         for stage in self.stages:
-            sub = stage.sub
             if stage.jvm_only is not None:
                 for name, topics in stage.jvm_only.items():
                     rows = self._source_rows(source, name)
@@ -239,28 +243,11 @@ class BatchPlan:
                         tagged = repartition_rows(rows, topic)
                         outputs[topic] = outputs[topic].unionByName(tagged) if topic in outputs else tagged
                 continue
-            parts = [self._source_rows(source, name) for name in sub.nodes
-                     if self.topology.nodes[name].spec.source
-                     and not self.topology.nodes[name].params.get("internal")]
-            parts.extend(outputs[t] for t in sub.repartition_inputs)
-            if stage.time_aware:
-                parts.append(self._ticks(source.sparkSession, stage.plan.num_partitions))
-            rows = parts[0]
-            for extra in parts[1:]:
-                # ticks have no records/weight of combined rows: null, counted as none
-                rows = rows.unionByName(extra, allowMissingColumns=True)
-            if stage.batch_input is not None:
-                rows = stage.batch_input(rows)
-            elif stage.shuffled:
-                rows = rows.repartition(stage.plan.num_partitions, once("key", lambda: F.col("key")))
-            # The task's partition as the stage sees it: inside a union of stages,
-            # TaskContext.partitionId() counts the union's partitions instead.
-            rows = rows.withColumn(TASK_PARTITION, once(TASK_PARTITION, F.spark_partition_id))
-            if stage.shuffled and stage.plan.num_partitions > self.cores:
-                # A Python task costs 50-70 ms even without rows: one per core, each
-                # running its share of the stage's tasks, not waves of them.
-                rows = rows.coalesce(self.cores)
-            out = self._run_stage(stage, rows)
+            if stage is self.reader_stage:
+                # Its tasks ran in the source's reader: the source's rows are their output.
+                out = source if stage.plan.combined_topics else source.select(*SOURCE_COLUMNS)
+            else:
+                out = self._run_stage(stage, self._input(stage, source, outputs))
             if stage.readers > 1:
                 # Computed once for all its readers (a re-run would be correct, only slower).
                 out = out.persist(StorageLevel.MEMORY_AND_DISK)
@@ -277,6 +264,64 @@ class BatchPlan:
         for part in terminal[1:]:
             result = result.unionByName(part)
         return result
+
+    def _input(self, stage: Stage, source: DataFrame, outputs: dict[str, DataFrame]) -> DataFrame:
+        """A stage's rows: of its source topics and the repartitions it reads, shuffled
+        into its tasks' partitions if it needs that, with each row's task partition."""
+        sub = stage.sub
+        parts = [self._source_rows(source, name) for name in self._user_sources(sub)]
+        parts.extend(outputs[t] for t in sub.repartition_inputs)
+        if stage.time_aware:
+            parts.append(self._ticks(source.sparkSession, stage.plan.num_partitions))
+        rows = parts[0]
+        for extra in parts[1:]:
+            # ticks have no records/weight of combined rows: null, counted as none
+            rows = rows.unionByName(extra, allowMissingColumns=True)
+        if stage.batch_input is not None:
+            rows = stage.batch_input(rows)
+        elif stage.shuffled:
+            rows = rows.repartition(stage.plan.num_partitions, once("key", lambda: F.col("key")))
+        # The task's partition as the stage sees it: inside a union of stages,
+        # TaskContext.partitionId() counts the union's partitions instead.
+        rows = rows.withColumn(TASK_PARTITION, once(TASK_PARTITION, F.spark_partition_id))
+        if stage.shuffled and stage.plan.num_partitions > self.cores:
+            # A Python task costs 50-70 ms even without rows: one per core, each
+            # running its share of the stage's tasks, not waves of them.
+            rows = rows.coalesce(self.cores)
+        return rows
+
+    def _reader_stage(self) -> Optional[Stage]:
+        """The stage the source's reader runs itself (:meth:`reader_stage_option`), if any:
+        the one stage that reads the application's topics, when it is stateless, needs
+        no shuffle, ticks or Column steps, and feeds at most one repartition, read by
+        one stage (else the source would be read, and the stage run, once per use).
+
+        Under ``mapInArrow`` its input would go from the reader's Python worker into the
+        JVM and on to a second Python worker; run by the reader, only its output reaches
+        the JVM (a count's combined rows, say: one per key and task). Not with Kafka
+        (Spark's own source reads it) nor beside windowed counts the reader pre-aggregates."""
+        if self.window_counts or self.backend is None or kafka_source.is_kafka(self.backend.url):
+            return None
+        readers = [stage for stage in self.stages if self._user_sources(stage.sub)]
+        if len(readers) != 1:
+            return None
+        stage = readers[0]
+        if (stage.shuffled or stage.time_aware or stage.jvm_only is not None or stage.readers > 1
+                or len(stage.writes) > 1 or any(self.chains.get(name) for name in self._user_sources(stage.sub))):
+            return None
+        return stage
+
+    def _user_sources(self, sub: SubTopology) -> list[str]:
+        """The source nodes of ``sub`` that read the application's own topics."""
+        return [name for name in sub.nodes if self.topology.nodes[name].spec.source
+                and not self.topology.nodes[name].params.get("internal")]
+
+    def reader_stage_option(self) -> Optional[str]:
+        """The source's ``readerStage`` option (:mod:`streamlib.spark.source`): the
+        function of :meth:`_reader_stage`'s stage, reporting to this plan's metrics."""
+        if self.reader_stage is None:
+            return None
+        return pickled.encode(reader_stage_function(self.reader_stage.plan, self.metrics.add))
 
     def _run_stage(self, stage: Stage, rows: DataFrame) -> DataFrame:
         """``rows.mapInArrow(the stage's function)``, with the function's UDF made once.

@@ -115,10 +115,6 @@ def _merges() -> list[Column]:
             *_last_of_group()]
 
 
-#: Columns a combined row has beyond the source rows' (:func:`combine_task_rows`).
-COMBINED_DDL = "records long, weight long"
-
-
 def combine_task_rows(rows: pa.Table, topics: frozenset[str]) -> pa.Table:
     """One task's repartition rows (``STAGE_SCHEMA``: its partition, its output sequence as
     offsets) with ``records``/``weight`` columns, where the rows for ``topics`` (inputs

@@ -26,7 +26,11 @@ see above; not with the two before), ``backendConfig`` / ``consumerConfig`` /
 ``producerConfig`` (JSON objects passed to :func:`streamlib.topics.open_backend`),
 ``applicationId`` (names the application's reset command in errors); ``windowCounts``
 (internal, set by ``Streams``: topics to pre-aggregate for windowed counts, see
-:mod:`streamlib.spark.window_counts`; it adds their columns to the schema). A checkpoint
+:mod:`streamlib.spark.window_counts`; it adds their columns to the schema);
+``readerStage`` (internal, set by ``Streams`` for streaming reads: the function of the
+stateless stage that reads every topic of the source, which each read task then runs
+over its rows itself, see the compiler; the reader's rows are that stage's output, with
+the columns of :data:`~streamlib.spark.arrow.COMBINED_DDL` added). A checkpoint
 offset beyond a partition's log end stops the query (:class:`OffsetOutOfRange`).
 The same format name writes to topics: see :mod:`streamlib.spark.sink`.
 """
@@ -45,8 +49,8 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Str
                                StructType)
 
 from streamlib.errors import RESET_HINT, OffsetOutOfRange
-from streamlib.spark.arrow import SOURCE_COLUMNS, SOURCE_DDL, source_batches
-from streamlib.spark import window_counts
+from streamlib.spark.arrow import COMBINED_DDL, COMBINED_FIELDS, SOURCE_COLUMNS, SOURCE_DDL, source_batches
+from streamlib.spark import pickled, window_counts
 from streamlib.spark.daemon import start_worker_task
 from streamlib.topics import DEFAULT_URL, TopicBackend, open_backend, parse_url
 
@@ -54,6 +58,8 @@ from streamlib.topics import DEFAULT_URL, TopicBackend, open_backend, parse_url
 Offsets = dict[str, dict[str, int]]
 #: Records fetched from the log per ``read_arrow`` call while reading a range.
 READ_CHUNK_RECORDS = 65_536
+#: The option that hands the reader a stage to run (see the module docstring).
+READER_STAGE_OPTION = "readerStage"
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,8 @@ class SourceOptions:
     window_counts: Optional[str] = None
     #: read consecutive ranges in one Spark task until it holds this many records
     min_records_per_partition: Optional[int] = None
+    #: the :data:`READER_STAGE_OPTION` value, if any
+    reader_stage: Optional[str] = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "SourceOptions":
@@ -142,13 +150,16 @@ class SourceOptions:
                      _positive_option(options, "minPartitions"),
                      _positive_option(options, "maxRecordsPerPartition"),
                      options.get(window_counts.OPTION) or None,
-                     _positive_option(options, "minRecordsPerPartition"))
+                     _positive_option(options, "minRecordsPerPartition"),
+                     options.get(READER_STAGE_OPTION) or None)
         if parsed.min_records_per_partition and (parsed.min_partitions or parsed.max_records_per_partition):
             raise ValueError("option minRecordsPerPartition reads whole ranges together: it cannot be "
                              "combined with minPartitions or maxRecordsPerPartition, which split them")
         if parsed.window_counts and (parsed.min_partitions or parsed.max_records_per_partition):
             # a range read in pieces would restart each piece's running maxima
             raise ValueError(f"option {window_counts.OPTION} cannot be combined with split ranges")
+        if parsed.reader_stage and parsed.window_counts:
+            raise ValueError(f"options {READER_STAGE_OPTION} and {window_counts.OPTION} cannot be combined")
         backend = parsed.backend.open()
         for topic in topics:
             backend.num_partitions(topic)  # raises TopicNotFound("unknown topic 'x'")
@@ -271,6 +282,8 @@ class RangeGroup(InputPartition):
     """Consecutive small ranges read one after the other in one Spark task."""
 
     ranges: tuple[TopicRange, ...]
+    #: its place among its batch's input partitions (read by a reader stage)
+    index: int = 0
 
 
 def group_small_ranges(ranges: list[TopicRange], min_records: Optional[int]
@@ -322,10 +335,12 @@ def source_columns(schema: Optional[StructType], options: Optional["SourceOption
 partition int, offset bigint, timestamp bigint, key binary, value binary, headers \
 array<struct<key:string,value:binary>> (any subset, in any order)
     """
-    if options is not None and options.window_counts:
-        if schema is not None and tuple(schema.fieldNames()) != _WINDOW_COUNT_COLUMNS:
-            raise ValueError(f"option {window_counts.OPTION} needs the full schema")
-        return _WINDOW_COUNT_COLUMNS
+    if options is not None and (options.window_counts or options.reader_stage):
+        option, full = ((window_counts.OPTION, _WINDOW_COUNT_COLUMNS) if options.window_counts
+                        else (READER_STAGE_OPTION, _STAGE_COLUMNS))
+        if schema is not None and tuple(schema.fieldNames()) != full:
+            raise ValueError(f"option {option} needs the full schema")
+        return full
     if schema is None:
         return SOURCE_COLUMNS
     full = {f.name: f.dataType for f in _SOURCE_SCHEMA.fields}
@@ -347,13 +362,31 @@ _SOURCE_SCHEMA = StructType([
 
 
 _WINDOW_COUNT_COLUMNS = SOURCE_COLUMNS + tuple(window_counts.WINDOW_COUNT_SCHEMA.names[len(SOURCE_COLUMNS):])
+_STAGE_COLUMNS = SOURCE_COLUMNS + tuple(f.name for f in COMBINED_FIELDS)
 
 
 def read_partition(options: SourceOptions, partition: TopicRange | RangeGroup,
                    columns: Sequence[str]) -> Iterator[pa.RecordBatch]:
-    """The Arrow batches of one input partition: its range, or each range of its group."""
-    for part in partition.ranges if isinstance(partition, RangeGroup) else (partition,):
+    """The Arrow batches of one input partition: its range, or each range of its group;
+    with a reader stage, what that stage makes of them."""
+    ranges = partition.ranges if isinstance(partition, RangeGroup) else (partition,)
+    if options.reader_stage:
+        stage = pickled.decode(options.reader_stage)
+        records = (batch for part in ranges for batch in read_range(options.backend, part))
+        for batch in stage(records, partition.index):
+            yield with_combined_columns(batch)
+        return
+    for part in ranges:
         yield from read_range(options.backend, part, columns, options.window_counts)
+
+
+def with_combined_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A stage's output batch with :data:`~streamlib.spark.arrow.COMBINED_FIELDS`, null
+    where its rows are not combined."""
+    for field in COMBINED_FIELDS:
+        if field.name not in batch.schema.names:
+            batch = batch.append_column(field, pa.nulls(batch.num_rows, field.type))
+    return batch
 
 
 def read_range(backend: BackendSpec, part: TopicRange, columns: Sequence[str] = SOURCE_COLUMNS,
@@ -368,18 +401,13 @@ def read_range(backend: BackendSpec, part: TopicRange, columns: Sequence[str] = 
         for records in chunks:
             yield from source_batches(records, part.topic, part.partition, columns)
         return
-    spec = _decoded_counts(counts).get(part.topic)
+    spec = window_counts.decode_inputs(counts).get(part.topic)
     if spec is not None:
         yield from window_counts.aggregate_range(chunks, part.topic, part.partition, spec)
         return
     for records in chunks:
         for batch in source_batches(records, part.topic, part.partition, SOURCE_COLUMNS):
             yield window_counts.with_null_window_columns(batch)
-
-
-@lru_cache(maxsize=8)
-def _decoded_counts(text: str) -> dict:
-    return window_counts.decode_inputs(text)
 
 
 def limit_offsets(start: Offsets, available: Offsets, limit: Optional[int],
@@ -420,6 +448,8 @@ class TopicBatchReader(DataSourceReader):
         self.columns = tuple(columns)
 
     def partitions(self) -> list[TopicRange | RangeGroup]:
+        if self.options.reader_stage:
+            raise ValueError(f"option {READER_STAGE_OPTION} is for streaming reads only")
         start = self.options.resolve(self.options.starting, unlisted="earliest")
         end = self.options.resolve(self.options.ending, unlisted="latest")
         return group_small_ranges(plan_reads(self.options, start, end), self.options.min_records_per_partition)
@@ -463,8 +493,12 @@ class TopicStreamReader(DataSourceStreamReader):
         self._next_start = canonical(end, self.options.topics)
         # Only ranges with records, as Spark's Kafka source plans them: each range is a
         # Python read task, and a small batch often touches one partition of many.
-        return group_small_ranges([r for r in plan_reads(self.options, start, end) if r.end > r.start],
-                                  self.options.min_records_per_partition)
+        planned = group_small_ranges([r for r in plan_reads(self.options, start, end) if r.end > r.start],
+                                     self.options.min_records_per_partition)
+        if self.options.reader_stage:
+            # a reader stage's task partition is its read task's place in the plan
+            return [RangeGroup(p.ranges if isinstance(p, RangeGroup) else (p,), i) for i, p in enumerate(planned)]
+        return planned
 
     def read(self, partition: TopicRange | RangeGroup) -> Iterator[pa.RecordBatch]:
         return read_partition(self.options, partition, self.columns)
@@ -479,7 +513,9 @@ class TopicDataSource(DataSource):
 
     def schema(self) -> str:
         options = SourceOptions.parse(self.options)  # fail at load() on bad options / unknown topics
-        return f"{SOURCE_DDL}, {window_counts.WINDOW_COUNT_DDL}" if options.window_counts else SOURCE_DDL
+        if options.window_counts:
+            return f"{SOURCE_DDL}, {window_counts.WINDOW_COUNT_DDL}"
+        return f"{SOURCE_DDL}, {COMBINED_DDL}" if options.reader_stage else SOURCE_DDL
 
     def reader(self, schema: StructType) -> TopicBatchReader:
         options = SourceOptions.parse(self.options)

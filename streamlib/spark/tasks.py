@@ -17,7 +17,7 @@ from pyspark import TaskContext
 
 from streamlib.config import StreamsConfig
 from streamlib.runtime.task import Task, paused_gc, task_id
-from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, split_by_partition
+from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, constant_int32, split_by_partition
 from streamlib.spark.daemon import start_worker_task
 from streamlib.spark.preaggregate import combine_task_rows
 from streamlib.spark.sink import QUERY_ID_PROPERTY
@@ -97,6 +97,21 @@ def stage_function(plan: StagePlan, report: Callable[[dict], None]
             yield from output.to_batches()
 
     return run
+
+
+def reader_stage_function(plan: StagePlan, report: Callable[[dict], None]
+                          ) -> Callable[[Iterator[pa.RecordBatch], int], Iterator[pa.RecordBatch]]:
+    """:func:`stage_function` for the source's reader to run over the source rows it
+    reads (see the compiler: a stateless first stage runs where its topic is read). Its
+    second argument, the read task's place in its batch's plan, is the task partition:
+    what ``spark_partition_id()`` gives the same stage under ``mapInArrow``."""
+    run = stage_function(plan, report)
+
+    def read(batches: Iterator[pa.RecordBatch], index: int) -> Iterator[pa.RecordBatch]:
+        return run(batch.append_column(TASK_PARTITION, constant_int32(index, batch.num_rows))
+                   for batch in batches)
+
+    return read
 
 
 def request_stores_early(plan: StagePlan, partitions: list[int]) -> None:

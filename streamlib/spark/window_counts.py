@@ -29,9 +29,8 @@ the orders Kafka Streams itself may process several partitions in.
 """
 from __future__ import annotations
 
-import base64
-import pickle
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator, Optional
 
 import numpy as np
@@ -41,6 +40,7 @@ import pyarrow.compute as pc
 from streamlib.config import StreamsConfig
 from streamlib.node_kinds import WINDOW_AGGREGATE
 from streamlib.serdes import Serde
+from streamlib.spark import pickled
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, constant_int32, constant_string, source_batches
 from streamlib.spark.hashing import hash_partitions
 from streamlib.topology import SubTopology, Topology
@@ -70,13 +70,13 @@ class WindowCountInput:
 
 def encode_inputs(inputs: dict[str, WindowCountInput]) -> str:
     """The :data:`OPTION` value for ``inputs`` (serdes and windows are picklable)."""
-    from pyspark import cloudpickle
-
-    return base64.b64encode(cloudpickle.dumps(inputs)).decode("ascii")
+    return pickled.encode(inputs)
 
 
+@lru_cache(maxsize=8)
 def decode_inputs(text: Optional[str]) -> dict[str, WindowCountInput]:
-    return pickle.loads(base64.b64decode(text)) if text else {}
+    """The inputs :func:`encode_inputs` made ``text`` of, decoded once per process."""
+    return pickled.decode(text) if text else {}
 
 
 def window_count_inputs(topology: Topology, config: StreamsConfig,
