@@ -62,8 +62,10 @@ def test_two_executors_give_the_same_counts(local_cluster, tmp_path):
         from pathlib import Path
         from engine import Workspace, wordcount_topology
         app = Workspace(Path({str(tmp_path)!r})).run(spark, wordcount_topology())
-        print(json.dumps(dict(app.store("counts").all())))
+        print(json.dumps([dict(app.store("counts").all()), app.metrics()["records_in"]]))
     """))
-    counts = json.loads(stdout.strip().splitlines()[-1])
+    counts, records_in = json.loads(stdout.strip().splitlines()[-1])
     assert counts == dict(python_count(lines))
+    # the split ran in the source's reader on an executor: its tasks' metrics arrived too
+    assert records_in == len(lines) + sum(counts.values())
     assert latest_per_key(ws.read("counts-out", value_serde=Serdes.long())) == counts
