@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from streamlib.config import StreamsConfig
 from streamlib.node_kinds import COLUMN, MERGE
 from streamlib.serdes import Serde
-from streamlib.spark.exprs import once
+from streamlib.spark.exprs import once, with_columns
 from streamlib.spark.lowerings import apply_column_step, column_step, is_column_step
 from streamlib.topology import Node, Topology, TopologyError
 
@@ -106,12 +106,14 @@ def apply_chain(rows: DataFrame, chain: ColumnChain, topology: Topology,
                 config: StreamsConfig) -> DataFrame:
     """Source rows -> the chain's output rows, same columns, key/value encoded."""
     source = topology.nodes[chain.source].params
-    df = rows.withColumns({
-        "key": _decode("key", source.get("key_serde") or config.default_key_serde),
-        "value": _decode("value", source.get("value_serde") or config.default_value_serde)})
+    key_serde = source.get("key_serde") or config.default_key_serde
+    value_serde = source.get("value_serde") or config.default_value_serde
+    df = with_columns(rows, ("decode", key_serde.name, value_serde.name), lambda: {
+        "key": _decode("key", key_serde), "value": _decode("value", value_serde)})
     for name in chain.steps:
         df = apply_column_step(df, topology.nodes[name])
-    return df.withColumns({"key": _encode("key", chain.key_serde), "value": _encode("value", chain.value_serde)})
+    return with_columns(df, ("encode", chain.key_serde.name, chain.value_serde.name), lambda: {
+        "key": _encode("key", chain.key_serde), "value": _encode("value", chain.value_serde)})
 
 
 @column_step(COLUMN)
@@ -164,9 +166,8 @@ def _encode(name: str, serde: Serde) -> Column:
 def repartition_rows(rows: DataFrame, topic: str) -> DataFrame:
     """Chain output bound straight for a repartition: tagged with the producing Spark
     partition and a sequence in its row order, like a Python task's output."""
-    return rows.withColumns({"topic": once(("lit", topic), lambda: F.lit(topic)),
-                             "partition": once("spark_partition_id", F.spark_partition_id),
-                             "offset": once("monotonically_increasing_id", F.monotonically_increasing_id)})
+    return with_columns(rows, ("repartition rows", topic), lambda: {
+        "topic": F.lit(topic), "partition": F.spark_partition_id(), "offset": F.monotonically_increasing_id()})
 
 
 def chain_feeds_only(topology: Topology, chain: ColumnChain, config: StreamsConfig) -> Optional[list[str]]:

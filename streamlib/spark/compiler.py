@@ -30,7 +30,7 @@ from streamlib.spark.arrow import COMBINED_DDL, HEADERS_DDL, SOURCE_COLUMNS, SOU
 from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chains, repartition_rows,
                                      without_columns)
 from streamlib.spark.source import BackendSpec
-from streamlib.spark.exprs import once
+from streamlib.spark.exprs import once, selected
 from streamlib.spark.hashing import hash_partition
 from streamlib.spark.lowerings import BatchInput, is_column_step, stage_batch_input
 from streamlib.spark.preaggregate import PreAggregate  # (also registers the count's lowering)
@@ -63,6 +63,11 @@ class Stage:
     output: Optional[DataFrame] = field(default=None, repr=False)
     #: the stage function's UDF over the stage's input columns, made at its first batch
     udf: Any = field(default=None, repr=False)
+
+
+def _source_columns(rows: DataFrame) -> DataFrame:
+    """``rows`` with the source columns only, in their order."""
+    return selected(rows, "source columns", lambda: list(SOURCE_COLUMNS))
 
 
 def stage_order(topology: Topology) -> list[SubTopology]:
@@ -245,7 +250,7 @@ class BatchPlan:
                 continue
             if stage is self.reader_stage:
                 # Its tasks ran in the source's reader: the source's rows are their output.
-                out = source if stage.plan.combined_topics else source.select(*SOURCE_COLUMNS)
+                out = source if stage.plan.combined_topics else _source_columns(source)
             else:
                 out = self._run_stage(stage, self._input(stage, source, outputs))
             if stage.readers > 1:
@@ -255,7 +260,7 @@ class BatchPlan:
             for topic in stage.writes:
                 rows_for = out.where(once(("topic is", topic), lambda: F.col("topic") == topic))
                 if stage.plan.combined_topics and topic not in stage.plan.combined_topics:
-                    rows_for = rows_for.select(*SOURCE_COLUMNS)
+                    rows_for = _source_columns(rows_for)
                 outputs[topic] = rows_for
             if not stage.readers:
                 terminal.append(out)
@@ -343,7 +348,7 @@ class BatchPlan:
         if self._window_columns is None:
             self._window_columns = "window_start" in source.columns
         if self._window_columns and not set(topics) <= set(self.window_counts):
-            rows = rows.select(*SOURCE_COLUMNS)
+            rows = _source_columns(rows)
         chain = self.chains.get(node_name)
         if not chain:
             return rows

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Hashable, TypeVar
 
 from pyspark import SparkContext
+from pyspark.sql import Column, DataFrame
 
 T = TypeVar("T")
 _BUILT: dict[tuple, Any] = {}
@@ -29,3 +30,38 @@ def once(key: Hashable, make: Callable[[], T]) -> T:
     if full not in _BUILT:
         _BUILT[full] = make()
     return _BUILT[full]
+
+
+def java_seq(key: Hashable, make: Callable[[], list]) -> Any:
+    """The Java ``Seq`` of the Columns (or column names) ``make()`` builds, once per JVM:
+    PySpark converts a Python list anew for every ``select``, ``withColumns`` or ``agg``,
+    one Py4J round trip per element, in every batch."""
+    def build() -> Any:
+        from pyspark.sql.classic.column import _to_java_column, _to_seq
+
+        return _to_seq(SparkContext._active_spark_context, make(), _to_java_column)
+
+    return once(("java seq", key), build)
+
+
+def selected(df: DataFrame, key: Hashable, make: Callable[[], list]) -> DataFrame:
+    """``df.select(*make())``, the list converted once (:func:`java_seq`)."""
+    return DataFrame(df._jdf.select(java_seq(key, make)), df.sparkSession)
+
+
+def with_columns(df: DataFrame, key: Hashable, make: Callable[[], dict[str, Column]]) -> DataFrame:
+    """``df.withColumns(make())``, the names and Columns converted once (:func:`java_seq`)."""
+    from pyspark.sql.classic.column import _to_seq
+
+    columns = once(("with columns", key), make)
+    names = once(("java names", key), lambda: _to_seq(SparkContext._active_spark_context, list(columns)))
+    return DataFrame(df._jdf.withColumns(names, java_seq(key, lambda: list(columns.values()))), df.sparkSession)
+
+
+def aggregated(df: DataFrame, key: Hashable, by: Callable[[], list], aggregates: Callable[[], list[Column]]
+               ) -> DataFrame:
+    """``df.groupBy(*by()).agg(*aggregates())``, the lists converted once (:func:`java_seq`)."""
+    columns = once(("aggregates", key), aggregates)
+    grouped = df._jdf.groupBy(java_seq(("by", key), by))
+    return DataFrame(grouped.agg(columns[0]._jc, java_seq(("aggregates", key), lambda: columns[1:])),
+                     df.sparkSession)

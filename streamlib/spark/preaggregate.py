@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from streamlib.config import StreamsConfig
 from streamlib.node_kinds import COUNT
 from streamlib.processors.columnar import empty_headers
-from streamlib.spark.exprs import once
+from streamlib.spark.exprs import aggregated, once, selected
 from streamlib.spark.lowerings import batch_lowering
 from streamlib.topology import Node, Topology
 
@@ -75,14 +75,18 @@ def preaggregate(rows: DataFrame, topic: str, combined: bool = False) -> DataFra
     ``repartition(n, "key")`` when ``spark.sql.shuffle.partitions`` is ``n``.
     ``combined``: the rows have ``records``/``weight`` columns (:func:`combine_task_rows`)."""
     key = once("key", lambda: F.col("key"))
-    output = once(("preaggregate", topic), lambda: _output(topic))
+    output = ("preaggregate", topic)
     if combined:
         # Few rows: shuffled by key, then merged in the key's partition (a hash
         # partitioning by key also clusters by key and headers: no second shuffle).
-        merged = rows.repartition(key).groupBy("key", "headers").agg(*once("merge counts", _merges))
-        return merged.select(*output)
-    grouped = rows.groupBy("key", "headers").agg(*once("preaggregate", _aggregates))
-    return grouped.select(*output).repartition(key)
+        merged = aggregated(rows.repartition(key), "merge counts", _key_and_headers, _merges)
+        return selected(merged, output, lambda: _output(topic))
+    grouped = aggregated(rows, "preaggregate", _key_and_headers, _aggregates)
+    return selected(grouped, output, lambda: _output(topic)).repartition(key)
+
+
+def _key_and_headers() -> list[str]:
+    return ["key", "headers"]
 
 
 def _position() -> Column:
