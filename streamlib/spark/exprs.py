@@ -4,7 +4,10 @@ Every ``F.col(...)``, ``cast`` or ``F.lit`` is one or more Py4J round trips; a
 micro-batch's plan is built from the same expressions each time (only the source
 DataFrame is new), and rebuilding them cost about a thousand round trips, 0.2 s, per
 batch. A ``Column`` is an unresolved expression, independent of any DataFrame, so it is
-safe to apply to every batch's rows.
+safe to apply to every batch's rows. The lists the plan passes to ``select``,
+``withColumns`` and ``agg`` are kept as Java ``Seq`` objects the same way
+(:func:`selected`, :func:`with_columns`, :func:`aggregated`): PySpark converts a list
+element by element, a round trip each, on every call.
 """
 from __future__ import annotations
 
@@ -46,7 +49,7 @@ def java_seq(key: Hashable, make: Callable[[], list]) -> Any:
 
 def selected(df: DataFrame, key: Hashable, make: Callable[[], list]) -> DataFrame:
     """``df.select(*make())``, the list converted once (:func:`java_seq`)."""
-    return DataFrame(df._jdf.select(java_seq(key, make)), df.sparkSession)
+    return DataFrame(df._jdf.select(java_seq(("select", key), make)), df.sparkSession)
 
 
 def with_columns(df: DataFrame, key: Hashable, make: Callable[[], dict[str, Column]]) -> DataFrame:
@@ -54,14 +57,15 @@ def with_columns(df: DataFrame, key: Hashable, make: Callable[[], dict[str, Colu
     from pyspark.sql.classic.column import _to_seq
 
     columns = once(("with columns", key), make)
-    names = once(("java names", key), lambda: _to_seq(SparkContext._active_spark_context, list(columns)))
-    return DataFrame(df._jdf.withColumns(names, java_seq(key, lambda: list(columns.values()))), df.sparkSession)
+    names = once(("with column names", key), lambda: _to_seq(SparkContext._active_spark_context, list(columns)))
+    values = java_seq(("with columns", key), lambda: list(columns.values()))
+    return DataFrame(df._jdf.withColumns(names, values), df.sparkSession)
 
 
 def aggregated(df: DataFrame, key: Hashable, by: Callable[[], list], aggregates: Callable[[], list[Column]]
                ) -> DataFrame:
     """``df.groupBy(*by()).agg(*aggregates())``, the lists converted once (:func:`java_seq`)."""
     columns = once(("aggregates", key), aggregates)
-    grouped = df._jdf.groupBy(java_seq(("by", key), by))
+    grouped = df._jdf.groupBy(java_seq(("group by", key), by))
     return DataFrame(grouped.agg(columns[0]._jc, java_seq(("aggregates", key), lambda: columns[1:])),
                      df.sparkSession)
