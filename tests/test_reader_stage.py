@@ -11,8 +11,8 @@ from pyspark.sql import functions as F
 
 from streamlib import Consumed, Materialized, Produced, Serdes, StreamsBuilder
 from streamlib.spark.compiler import BatchPlan
-from streamlib.spark.source import (READER_STAGE_OPTION, RangeGroup, SourceOptions, TopicBatchReader,
-                                    TopicRange, with_combined_columns)
+from streamlib.spark.source import (READER_STAGE_OPTION, BackendSpec, RangeGroup, SourceOptions,
+                                    TopicBatchReader, TopicRange, with_combined_columns)
 from streamlib.spark.window_counts import OPTION as WINDOW_COUNTS_OPTION
 from engine import Workspace, latest_per_key, python_count, wordcount_topology
 from test_engine_spark import random_lines
@@ -72,8 +72,6 @@ def test_a_rerun_batch_appends_its_sink_rows_once(spark, ws):
 
 
 def _plan(spark, ws, topology) -> BatchPlan:
-    from streamlib.spark.source import BackendSpec
-
     return BatchPlan(spark, topology, ws.config(), BackendSpec(ws.bootstrap), 2)
 
 
@@ -95,14 +93,8 @@ def test_only_a_stateless_stage_that_alone_reads_the_topics_runs_in_the_reader(s
     builder.stream("b", consumed=Consumed.with_(S, S)).group_by_key().count()
     assert _plan(spark, ws, builder.build()).reader_stage is None
     # Spark's own source reads Kafka
-    plan = BatchPlan(spark, upper_cased(), ws.config(), _kafka_spec(), 2)
+    plan = BatchPlan(spark, upper_cased(), ws.config(), BackendSpec("kafka://127.0.0.1:1"), 2)
     assert plan.reader_stage is None
-
-
-def _kafka_spec():
-    from streamlib.spark.source import BackendSpec
-
-    return BackendSpec("kafka://127.0.0.1:1")
 
 
 def test_the_reader_stage_option_is_for_streaming_reads_alone(ws):

@@ -311,8 +311,9 @@ class BatchPlan:
         if len(readers) != 1:
             return None
         stage = readers[0]
-        if (stage.shuffled or stage.time_aware or stage.jvm_only is not None or stage.readers > 1
-                or len(stage.writes) > 1 or any(self.chains.get(name) for name in self._user_sources(stage.sub))):
+        # (a stage of Column steps alone, jvm_only, has chains on its sources too)
+        if (stage.shuffled or stage.time_aware or stage.readers > 1 or len(stage.writes) > 1
+                or any(self.chains.get(name) for name in self._user_sources(stage.sub))):
             return None
         return stage
 

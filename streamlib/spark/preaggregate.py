@@ -75,14 +75,13 @@ def preaggregate(rows: DataFrame, topic: str, combined: bool = False) -> DataFra
     ``repartition(n, "key")`` when ``spark.sql.shuffle.partitions`` is ``n``.
     ``combined``: the rows have ``records``/``weight`` columns (:func:`combine_task_rows`)."""
     key = once("key", lambda: F.col("key"))
-    output = ("preaggregate", topic)
     if combined:
         # Few rows: shuffled by key, then merged in the key's partition (a hash
         # partitioning by key also clusters by key and headers: no second shuffle).
         merged = aggregated(rows.repartition(key), "merge counts", _key_and_headers, _merges)
-        return selected(merged, output, lambda: _output(topic))
+        return selected(merged, ("preaggregate", topic), lambda: _output(topic))
     grouped = aggregated(rows, "preaggregate", _key_and_headers, _aggregates)
-    return selected(grouped, output, lambda: _output(topic)).repartition(key)
+    return selected(grouped, ("preaggregate", topic), lambda: _output(topic)).repartition(key)
 
 
 def _key_and_headers() -> list[str]:
