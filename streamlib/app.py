@@ -162,6 +162,7 @@ class Streams:
             raise
 
     def _start_query(self, trigger: dict) -> None:
+        from .spark.checkpoint_files import local_checkpoint_logs
         from .spark.compiler import BatchPlan
         from .spark.shipping import ship_user_modules
         from .spark.source import BackendSpec
@@ -188,7 +189,8 @@ class Streams:
                   .foreachBatch(self._run_batch)
                   .trigger(**trigger))
         self._interactive().starting(self.metrics)
-        self._query = writer.start()
+        with local_checkpoint_logs(self.spark, self._checkpoint):
+            self._query = writer.start()
 
     def _source_stream(self, backend: Any) -> Any:
         """The input rows: Spark's own Kafka source for ``kafka://``, else ours."""
