@@ -161,6 +161,37 @@ def test_local_torn_tail_is_cut_and_appends_continue(tmp_path):
     assert b"garbage" not in segment.read_bytes()
 
 
+def test_local_segment_left_empty_by_a_writer_killed_creating_it_is_replaced(tmp_path):
+    # Found by the fault harness: SIGKILL between creating a segment file and writing
+    # its header left a 0-byte file every later append failed on (FileExistsError).
+    url = f"local://{tmp_path}?segment_bytes=2000"
+    with open_backend(url) as b:
+        b.create_topic("t", partitions=2)
+        for i in range(8):
+            b.append("t", 1, rows(*[(b"k", b"x" * 100)] * 3))
+        end = b.end_offsets("t")[1]
+    (tmp_path / "t" / "0" / f"{0:020d}.log").write_bytes(b"")            # the partition's first
+    (tmp_path / "t" / "1" / f"{end:020d}.log").write_bytes(b"SLSEG0")     # a roll, header cut short
+    with open_backend(url) as b:
+        assert b.end_offsets("t") == {0: 0, 1: end}
+        b.append("t", 0, rows((b"a", b"1")))
+        b.append("t", 1, rows((b"b", b"2")))
+        assert [r.value for r in b.read("t", 0, 0, 10)] == [b"1"]
+        assert [(r.offset, r.value) for r in b.read("t", 1, end - 1, end + 5)] == [(end - 1, b"x" * 100),
+                                                                                 (end, b"2")]
+
+
+def test_local_damaged_segment_header_where_the_next_segment_goes_is_refused(tmp_path):
+    url = f"local://{tmp_path}"
+    with open_backend(url) as b:
+        b.create_topic("t")
+    damaged = tmp_path / "t" / "0" / f"{0:020d}.log"
+    damaged.write_bytes(b"not a segment header, but data" * 4)
+    with open_backend(url) as b, pytest.raises(TopicsError, match="header is damaged"):
+        b.append("t", 0, rows((b"a", b"1")))
+    assert damaged.read_bytes() == b"not a segment header, but data" * 4
+
+
 def test_local_lost_index_is_rebuilt(tmp_path):
     url = f"local://{tmp_path}"
     with open_backend(url) as b:

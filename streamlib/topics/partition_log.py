@@ -366,7 +366,14 @@ class PartitionLog:
         base = self._end()
         path = os.path.join(self.path, _segment_name(base))
         header = new_segment_header()
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
+        if _torn_creation(path):
+            # A writer died between creating this file and writing its header (we hold
+            # the lock: no writer is creating it now); nothing in it was ever appended.
+            log.warning("%s: replacing a segment file left without its header by a writer that died "
+                        "creating it", path)
+            flags = os.O_RDWR | os.O_TRUNC
+        fd = os.open(path, flags, 0o644)
         try:
             os.write(fd, header)
             if self.fsync:
@@ -463,6 +470,22 @@ def _unlink_segment(path: str) -> None:
             os.unlink(p)
         except FileNotFoundError:
             pass
+
+
+def _torn_creation(path: str) -> bool:
+    """Whether ``path`` exists but is shorter than a segment header: a segment whose
+    creation was cut short (a longer file with a bad header is damage, never replaced)."""
+    try:
+        size = os.stat(path).st_size
+    except FileNotFoundError:
+        return False
+    if size >= SEGMENT_HEADER.size:
+        with open(path, "rb") as f:
+            if not f.read(SEGMENT_HEADER.size).startswith(SEGMENT_MAGIC):
+                raise TopicsError(f"{path} is not a segment of the log (its header is damaged) but is where "
+                                  "the next one must go; move it away to append again")
+        return False
+    return True
 
 
 def _load_segment(path: str, base: int, inode: int) -> Optional[_Segment]:
