@@ -7,7 +7,7 @@ or checks, and Hadoop sets each new file's permissions by running ``chmod``: abo
 ten child processes of the JVM per log entry, written twice per micro-batch (the
 offsets before it, the commit after). Spark's ``FileSystem``-based manager renames
 with the same local ``rename`` and needs none of the ``readlink`` runs: a wordcount
-micro-batch's commit went from ~70 to ~20 ms, its offsets entry from ~37 to ~18 ms.
+micro-batch's commit went from ~65 to ~20 ms, its offsets entry from ~37 to ~18 ms.
 
 Both managers write a temporary file and rename it into place, and neither syncs on
 the local file system, so what survives a crash is the same; on other file systems
