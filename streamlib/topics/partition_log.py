@@ -313,6 +313,12 @@ class PartitionLog:
                 segment = _load_segment(path, base, st.st_ino)
                 changed = True
                 if segment is None:
+                    if repair and st.st_size < SEGMENT_HEADER.size:
+                        # A writer died between creating this file and writing its header
+                        # (the lock is ours: nobody is creating it now); nothing was appended.
+                        log.warning("%s: removing a segment file left without its header by a writer "
+                                    "that died creating it", path)
+                        _unlink_segment(path)
                     continue
             if st.st_size != segment.size:
                 _scan_frames(segment, st.st_size)
@@ -366,14 +372,12 @@ class PartitionLog:
         base = self._end()
         path = os.path.join(self.path, _segment_name(base))
         header = new_segment_header()
-        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
-        if _torn_creation(path):
-            # A writer died between creating this file and writing its header (we hold
-            # the lock: no writer is creating it now); nothing in it was ever appended.
-            log.warning("%s: replacing a segment file left without its header by a writer that died "
-                        "creating it", path)
-            flags = os.O_RDWR | os.O_TRUNC
-        fd = os.open(path, flags, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            # not a torn creation (the repair pass removed those): never overwrite it
+            raise TopicsError(f"{path} is not a segment of the log (its header is damaged) but is where "
+                              "the next one must go; move it away to append again") from None
         try:
             os.write(fd, header)
             if self.fsync:
@@ -470,22 +474,6 @@ def _unlink_segment(path: str) -> None:
             os.unlink(p)
         except FileNotFoundError:
             pass
-
-
-def _torn_creation(path: str) -> bool:
-    """Whether ``path`` exists but is shorter than a segment header: a segment whose
-    creation was cut short (a longer file with a bad header is damage, never replaced)."""
-    try:
-        size = os.stat(path).st_size
-    except FileNotFoundError:
-        return False
-    if size >= SEGMENT_HEADER.size:
-        with open(path, "rb") as f:
-            if not f.read(SEGMENT_HEADER.size).startswith(SEGMENT_MAGIC):
-                raise TopicsError(f"{path} is not a segment of the log (its header is damaged) but is where "
-                                  "the next one must go; move it away to append again")
-        return False
-    return True
 
 
 def _load_segment(path: str, base: int, inode: int) -> Optional[_Segment]:
