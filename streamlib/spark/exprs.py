@@ -11,7 +11,7 @@ element by element, a round trip each, on every call.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, TypeVar
+from typing import Any, Callable, Hashable, Optional, TypeVar
 
 from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame
@@ -60,6 +60,14 @@ def with_columns(df: DataFrame, key: Hashable, make: Callable[[], dict[str, Colu
     names = once(("with column names", key), lambda: _to_seq(SparkContext._active_spark_context, list(columns)))
     values = java_seq(("with columns", key), lambda: list(columns.values()))
     return DataFrame(df._jdf.withColumns(names, values), df.sparkSession)
+
+
+def by_key(df: DataFrame, partitions: Optional[int] = None) -> DataFrame:
+    """``df.repartition(partitions, "key")`` (``spark.sql.shuffle.partitions`` when
+    ``partitions`` is None), the column list converted once (:func:`java_seq`)."""
+    key = java_seq(("repartition by",), lambda: ["key"])
+    jdf = df._jdf.repartition(key) if partitions is None else df._jdf.repartition(partitions, key)
+    return DataFrame(jdf, df.sparkSession)
 
 
 def aggregated(df: DataFrame, key: Hashable, by: Callable[[], list], aggregates: Callable[[], list[Column]]

@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 from streamlib.config import StreamsConfig
 from streamlib.node_kinds import COUNT
 from streamlib.processors.columnar import empty_headers
-from streamlib.spark.exprs import aggregated, once, selected
+from streamlib.spark.exprs import aggregated, by_key, selected
 from streamlib.spark.lowerings import batch_lowering
 from streamlib.topology import Node, Topology
 
@@ -74,14 +74,13 @@ def preaggregate(rows: DataFrame, topic: str, combined: bool = False) -> DataFra
     """Repartition rows -> one row per key and headers, hash-partitioned by key like
     ``repartition(n, "key")`` when ``spark.sql.shuffle.partitions`` is ``n``.
     ``combined``: the rows have ``records``/``weight`` columns (:func:`combine_task_rows`)."""
-    key = once("key", lambda: F.col("key"))
     if combined:
         # Few rows: shuffled by key, then merged in the key's partition (a hash
         # partitioning by key also clusters by key and headers: no second shuffle).
-        merged = aggregated(rows.repartition(key), "merge counts", _key_and_headers, _merges)
+        merged = aggregated(by_key(rows), "merge counts", _key_and_headers, _merges)
         return selected(merged, ("preaggregate", topic), lambda: _output(topic))
     grouped = aggregated(rows, "preaggregate", _key_and_headers, _aggregates)
-    return selected(grouped, ("preaggregate", topic), lambda: _output(topic)).repartition(key)
+    return by_key(selected(grouped, ("preaggregate", topic), lambda: _output(topic)))
 
 
 def _key_and_headers() -> list[str]:
