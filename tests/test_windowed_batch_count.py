@@ -5,20 +5,14 @@ key-less records, tumbling and hopping windows, with and without suppress; and t
 fallbacks (undecodable bytes, invalid timestamps, timers due inside the batch)."""
 from __future__ import annotations
 
-import random
-
-import pyarrow as pa
 import pytest
 
 from streamlib.processors.base import ProcessingError
 
-from streamlib import (Consumed, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig,
-                       Suppressed, TimeWindows)
-from streamlib.runtime.task import Task
-from streamlib.state import open_task_stores
+from streamlib import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Suppressed, TimeWindows
+from batch_helpers import assert_batch_path_is_per_record_processing, random_batches, rows, run
 
 S = Serdes.string()
-HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
 def topology(advance: int | None, suppress: bool, grace: int = 50, key_serde=S):
@@ -35,76 +29,11 @@ def topology(advance: int | None, suppress: bool, grace: int = 50, key_serde=S):
     return builder.build()
 
 
-def rows(records: list[tuple]) -> pa.Table:
-    """(partition, offset, timestamp, key, value, headers) -> a task's input table."""
-    return pa.table({
-        "topic": pa.array(["in"] * len(records), pa.string()),
-        "partition": pa.array([r[0] for r in records], pa.int32()),
-        "offset": pa.array([r[1] for r in records], pa.int64()),
-        "timestamp": pa.array([r[2] for r in records], pa.int64()),
-        "key": pa.array([r[3] for r in records], pa.binary()),
-        "value": pa.array([r[4] for r in records], pa.binary()),
-        "headers": pa.array([[{"key": k, "value": v} for k, v in r[5]] for r in records], HEADER_TYPE),
-    })
-
-
-def random_batches(seed: int, batches: int = 6, per_batch: int = 150) -> list[pa.Table]:
-    rng = random.Random(seed)
-    clock, offset, out = 0, 0, []
-    for _ in range(batches):
-        records = []
-        for _ in range(per_batch):
-            clock += rng.randint(0, 9)
-            ts = max(0, clock - rng.choice([0, 0, 0, 0, 30, 120, 400]))   # late, too late
-            key = None if rng.random() < 0.03 else f"k{rng.randrange(7)}".encode()
-            value = None if rng.random() < 0.05 else b"v"
-            headers = [("h", f"{offset}".encode())] if rng.random() < 0.3 else []
-            records.append((rng.randrange(2), offset, ts, key, value, headers))
-            offset += 1
-        out.append(rows(records))
-    return out
-
-
-def run(top, batches, tmp_path, name, batch_path, handler="fail", punctuate=None):
-    """Every batch through one Task; ``batch_path`` False: per record. Returns the
-    outputs per batch, the stores' bytes, the counters, and the batches counted whole."""
-    config = StreamsConfig(application_id="app", state_dir=str(tmp_path / name),
-                           deserialization_exception_handler=handler)
-    task = Task(top, top.subtopologies[0], 0, config)
-    stores = open_task_stores(tmp_path / name / "stores", task.store_specs())
-    outputs, whole = [], 0
-    try:
-        for batch_id, table in enumerate(batches):
-            task.begin(stores, batch_id)
-            if punctuate:
-                task.context.timers.schedule(punctuate, "stream_time", lambda now: None, 0)
-            if not batch_path:
-                task._batch_child = None
-            elif task._batch_child is not None:
-                whole += task._takes_table(table.take(list(range(table.num_rows))))
-            task.process_table(table)
-            task.commit()
-            outputs.append(task.take_output())
-        stores.begin(len(batches))
-        contents = {name: list(stores[name].all()) for name in stores}
-    finally:
-        stores.close()
-    return outputs, contents, dict(task.metrics), whole
-
-
 @pytest.mark.parametrize("advance", [None, 30, 100], ids=["tumbling", "hopping", "advance=size"])
 @pytest.mark.parametrize("suppress", [False, True], ids=["updates", "suppressed"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_batch_count_equals_per_record_processing(tmp_path, advance, suppress, seed):
-    batches = random_batches(seed)
-    top = topology(advance, suppress)
-    expected = run(top, batches, tmp_path, "records", batch_path=False)
-    found = run(top, batches, tmp_path, "batch", batch_path=True)
-    assert found[3] == len(batches)                  # every batch took the batch path
-    assert found[0] == expected[0]
-    assert found[1] == expected[1]
-    assert found[2] == expected[2]
-    assert expected[2]["dropped_records"] > 0 and sum(map(len, expected[0])) > 0
+    assert_batch_path_is_per_record_processing(topology(advance, suppress), random_batches(seed), tmp_path)
 
 
 def test_windows_already_in_the_store_and_a_zero_grace(tmp_path):

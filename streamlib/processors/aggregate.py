@@ -93,15 +93,13 @@ class StreamCountProcessor(StreamAggregateProcessor):
         headers = last_rows.column("headers")
         headers = ([tuple((h["key"], h["value"]) for h in hs) if hs else () for hs in headers.to_pylist()]
                    if pc.sum(pc.list_value_length(headers)).as_py() else [()] * len(kbs))
-        put, emit = self.store.put_by_bytes, self.emitter.emit
-        for key, kb, n, newest, prev, offset, partition, hdrs in zip(
-                keys, kbs, _numbers(groups.column("weight_sum")), _numbers(groups.column("timestamp_max")),
-                previous, _numbers(last_rows.column("offset")), _numbers(last_rows.column("partition")),
-                headers):
-            old, timestamp = (None, newest) if prev is None else (prev[0], max(newest, prev[1]))
-            new = (old or 0) + n
-            put(kb, new, timestamp)
-            emit(Record(key, None, timestamp, hdrs, topic, partition, offset), kb, new, old, timestamp)
+        olds = [None if prev is None else prev[0] for prev in previous]
+        news = [(old or 0) + n for old, n in zip(olds, _numbers(groups.column("weight_sum")))]
+        timestamps = [newest if prev is None else max(newest, prev[1])
+                      for newest, prev in zip(_numbers(groups.column("timestamp_max")), previous)]
+        self.store.put_many_by_bytes(kbs, news, timestamps)
+        self.emitter.emit_many(keys, kbs, news, olds, timestamps, headers, topic,
+                               _numbers(last_rows.column("partition")), _numbers(last_rows.column("offset")))
 
 
 def _numbers(column: pa.ChunkedArray) -> list:

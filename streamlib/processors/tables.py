@@ -1,6 +1,7 @@
 """KTable steps: materializing updates, filtering and mapping changes, re-grouping."""
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any, Optional
 
 import pyarrow as pa
@@ -23,7 +24,10 @@ class TableEmitter:
     def __init__(self, processor: Processor, caching: bool):
         self.processor = processor
         self.caching = caching
-        self._pending: dict[Any, list] = {}
+        #: with caching: store key -> the key's latest update of the commit, as a tuple
+        #: (key, new, old, timestamp, headers, topic, partition, offset): a Record is
+        #: made only for what is forwarded record by record
+        self._pending: dict[Any, tuple] = {}
         #: when the updates go down a straight stateless chain into a sink: that chain,
         #: run over columns at flush (processors.columnar); found at the first flush,
         #: once every processor is initialised
@@ -36,29 +40,42 @@ class TableEmitter:
             return
         entry = self._pending.pop(kb, None)
         if entry is not None:
-            old = entry[0].value.old
-        self._pending[kb] = [Record(record.key, Change(new, old), timestamp, record.headers,
-                                    record.topic, record.partition, record.offset)]
+            old = entry[2]
+        self._pending[kb] = (record.key, new, old, timestamp, record.headers, record.topic,
+                             record.partition, record.offset)
+
+    def emit_many(self, keys: list, kbs: list[bytes], news: list, olds: list, timestamps: list[int],
+                  headers: list, topic: str, partitions: list[int], offsets: list[int]) -> None:
+        """:meth:`emit` of many updates of distinct keys, in order (with caching)."""
+        pending = self._pending
+        if pending:
+            earlier = [i for i, kb in enumerate(kbs) if kb in pending]
+            if earlier:
+                olds = list(olds)
+                for i in earlier:
+                    olds[i] = pending.pop(kbs[i])[2]
+        pending.update(zip(kbs, zip(keys, news, olds, timestamps, headers, repeat(topic),
+                                    partitions, offsets)))
 
     def flush(self) -> None:
         pending, self._pending = self._pending, {}
         # a key that had no row before the commit and has none after: nothing to say
         # (Kafka's caching store skips such entries at flush)
-        updates = [update for (update,) in pending.values()
-                   if update.value.new is not None or update.value.old is not None]
+        updates = [u for u in pending.values() if u[1] is not None or u[2] is not None]
         if self._tail is _UNKNOWN:
             self._tail = chain_below(self.processor)
         if self._tail is not None and len(updates) > 1:
             try:
-                rows = run_chain(*self._tail, [u.key for u in updates], [u.value for u in updates],
-                                 pa.array([u.timestamp for u in updates], pa.int64()),
-                                 headers_array([u.headers for u in updates]))
+                rows = run_chain(*self._tail, [u[0] for u in updates], [Change(u[1], u[2]) for u in updates],
+                                 pa.array([u[3] for u in updates], pa.int64()),
+                                 headers_array([u[4] for u in updates]))
             except Exception:  # noqa: BLE001 - record by record below reports it precisely
                 rows = None
             if rows is not None:
                 self.processor.context.emit_rows(rows)
                 return
-        self.processor.forward_many(updates)
+        self.processor.forward_many([Record(key, Change(new, old), timestamp, headers, topic, partition, offset)
+                                     for key, new, old, timestamp, headers, topic, partition, offset in updates])
 
 
 class StatefulProcessor(Processor):

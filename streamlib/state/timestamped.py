@@ -41,3 +41,23 @@ def encode_timestamped_column(serde: Any, entries: list[Optional[tuple[Any, int]
         pa.binary(_TIMESTAMP.size), len(entries), [None, pa.py_buffer(stamps.astype(">i8").tobytes())])
     joined = pc.binary_join_element_wise(stamp_bytes.cast(pa.binary()), payloads, pa.scalar(b"", pa.binary()))
     return joined.to_numpy(zero_copy_only=False).tolist()
+
+
+def decode_timestamped_column(raws: list[Optional[bytes]]) -> tuple[pa.Array, np.ndarray]:
+    """:func:`decode_timestamped` of many stored values at once (``None``: absent):
+    ``(values, timestamps)``, the values a binary Arrow array (null where absent), the
+    timestamps an int64 array (0 where absent). Raises if a value is shorter than 8 bytes."""
+    data = pa.array(raws, pa.binary())
+    present = data.is_valid()
+    filled = data.fill_null(bytes(_TIMESTAMP.size))
+    lengths = pc.min_max(pc.binary_length(filled)).as_py()
+    if lengths["min"] is not None and lengths["min"] < _TIMESTAMP.size:
+        raise ValueError(f"a timestamped value needs at least {_TIMESTAMP.size} bytes, got {lengths['min']}")
+    fixed = pc.binary_slice(filled, 0, _TIMESTAMP.size).cast(pa.binary(_TIMESTAMP.size))
+    stamps = np.frombuffer(fixed.buffers()[1], dtype=">i8", count=len(fixed) + fixed.offset)[fixed.offset:]
+    # (pyarrow 22's binary_slice without a stop mis-sizes its output, and slices of
+    # nulls: so an explicit stop, over the nulls filled in and put back)
+    values = pc.binary_slice(filled, _TIMESTAMP.size, max(lengths["max"] or 0, _TIMESTAMP.size))
+    if data.null_count:
+        values = pc.if_else(present, values, pa.scalar(None, pa.binary()))
+    return values, stamps.astype(np.int64)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ...serdes import Serde
-from ...state.timestamped import decode_timestamped, encode_timestamped
+from ...state.timestamped import decode_timestamped, decode_timestamped_column, encode_timestamped
 from ..base import ProcessingError
 
 #: A decoded entry: ``(value, timestamp)``, or ``None`` for absent / deleted.
@@ -38,6 +38,16 @@ class TypedStore:
             return None
         value, ts = decode_timestamped(raw)
         return self.value_serde.deserialize(value), ts
+
+    def _decode_many(self, raws: list[Optional[bytes]]) -> list[Entry]:
+        """:meth:`_decode` of many stored values, the values deserialized as one column
+        (value by value if that fails: its error is then exactly :meth:`_decode`'s)."""
+        try:
+            payloads, stamps = decode_timestamped_column(raws)
+            values = self.value_serde.deserialize_column(payloads)
+        except Exception:  # noqa: BLE001 - one by one below raises precisely
+            return [self._decode(raw) for raw in raws]
+        return [None if raw is None else (value, ts) for raw, value, ts in zip(raws, values, stamps.tolist())]
 
     def _encode(self, kb: bytes, entry: tuple[Any, int]) -> bytes:
         """The stored bytes of ``entry``; a value the serde rejects names the store and key."""

@@ -37,13 +37,17 @@ class TimestampedKeyValueStore(TypedStore):
         """Entries of many keys with one multi-get for those not read in this batch yet."""
         missing = [kb for kb in kbs if kb not in self._cache]
         if missing:
-            for kb, raw in zip(missing, self.store.get_many(missing)):
-                self._cache[kb] = self._decode(raw)
+            self._cache.update(zip(missing, self._decode_many(self.store.get_many(missing))))
         return [self._cache[kb] for kb in kbs]
 
     def put_by_bytes(self, kb: bytes, value: Any, timestamp: int) -> None:
         self._cache[kb] = None if value is None else (value, timestamp)
         self._dirty[kb] = timestamp
+
+    def put_many_by_bytes(self, kbs: list[bytes], values: list, timestamps: list[int]) -> None:
+        """:meth:`put_by_bytes` of many keys (no ``None`` values: no deletes)."""
+        self._cache.update(zip(kbs, zip(values, timestamps)))
+        self._dirty.update(zip(kbs, timestamps))
 
     def put(self, key: Any, value: Any, timestamp: int) -> None:
         self.put_by_bytes(self.key_serde.serialize(key), value, timestamp)

@@ -45,8 +45,7 @@ class TimedStore(TypedStore):
         cache = self._cache
         missing = [dk for dk in dks if dk not in cache]
         if missing:
-            for dk, raw in zip(missing, self.store.get_many(missing)):
-                cache[dk] = self._decode(raw)
+            cache.update(zip(missing, self._decode_many(self.store.get_many(missing))))
         return [(dk, cache[dk]) for dk in dks]
 
     def _set(self, kb: bytes, slot: Slot, dk: bytes, entry: Entry, stamp: Optional[int]) -> None:
