@@ -166,7 +166,8 @@ def test_a_query_makes_its_tick_rows_once(spark, tmp_path, monkeypatch):
     app = workspace.run(spark, final_counts_topology(), max_records_per_batch=10)
     batches = app.metrics()["last_batch"] + 1
     app.stop()
-    assert batches >= 4 and len(frames) >= batches
+    # (later batches reuse the first one's plan, ticks included: spark/plan_template.py)
+    assert batches >= 4 and frames
     assert all(frame is frames[0] for frame in frames)
     driver = run_driver(final_counts_topology(), [Input("events", records, partitions=1)], {"final": (WINDOWED, L)},
                         workspace.config())

@@ -33,6 +33,7 @@ from streamlib.spark.source import BackendSpec
 from streamlib.spark.exprs import by_key, once, selected
 from streamlib.spark.hashing import hash_partition
 from streamlib.spark.lowerings import BatchInput, is_column_step, stage_batch_input
+from streamlib.spark.plan_template import PlanTemplate
 from streamlib.spark.preaggregate import PreAggregate  # (also registers the count's lowering)
 from streamlib.spark import kafka_source, pickled
 from streamlib.spark.tasks import (BATCH_PROPERTY, TASK_PARTITION, TICK_TOPIC, StagePlan, merge_metrics,
@@ -146,6 +147,8 @@ class BatchPlan:
         self._tick_keys: dict[int, list[bytes]] = {}
         #: partitions -> (the Java session it was made in, the tick frame)
         self._tick_frames: dict[int, tuple[Any, DataFrame]] = {}
+        #: the first batch's plan, for the later ones (spark/plan_template.py)
+        self._template: Optional[PlanTemplate] = None
 
     def _combined_by_writers(self, subs: list[SubTopology], jvm_only: dict[int, Optional[dict]],
                              batch_inputs: dict[int, Optional[BatchInput]]
@@ -235,9 +238,24 @@ class BatchPlan:
         # Read by every stage function of the batch's job (tasks.BATCH_PROPERTY); set in
         # this thread, which also runs the job.
         source.sparkSession.sparkContext.setLocalProperty(BATCH_PROPERTY, f"{batch_id}:{stream_time}")
+        self._batch_id = batch_id
+        if self._template is not None:
+            result = self._template.instantiate(source)
+            if result is not None:
+                return result
+        result = self._build_plan(source)
+        # Not from a plan with per-batch parts: a dead-letter handler is bound to its
+        # batch, and a cached stage output is the batch's own. (A pass without records
+        # reads its source through a limit: no template from it, the last one stays.)
+        if not self._undecodable and not any(stage.output is not None and stage.output.is_cached
+                                             for stage in self.stages):
+            self._template = PlanTemplate.capture(result, source) or self._template
+        return result
+
+    def _build_plan(self, source: DataFrame) -> DataFrame:
+        """The batch's DataFrame, step by step."""
         outputs: dict[str, DataFrame] = {}  # repartition topic -> rows for it
         terminal: list[DataFrame] = []  # outputs of stages nothing reads (empty: tasks write sinks)
-        self._batch_id = batch_id
         self._undecodable: list[DataFrame] = []  # handlers of rows Column steps cannot decode
         self._skipped: list[SkippedCount] = []  # counts of the rows they drop
         for stage in self.stages:
