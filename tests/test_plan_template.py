@@ -89,3 +89,24 @@ def test_no_template_from_a_plan_with_other_leaves(spark):
     other = spark.createDataFrame([(9,)], "n long")
     assert PlanTemplate.capture(source.unionByName(other), source) is None
     assert PlanTemplate.capture(source.where("n > 1"), source) is not None
+
+
+def test_a_template_that_fails_gives_way_to_plans_built_step_by_step(spark, tmp_path, monkeypatch, caplog):
+    """Reusing the plan is an optimisation: if it fails, every batch is built anew and
+    the results stay exact."""
+    calls = []
+
+    def broken(self, source):
+        calls.append(1)
+        raise RuntimeError("no such plan")
+
+    monkeypatch.setattr(PlanTemplate, "instantiate", broken)
+    ws = Workspace(tmp_path)
+    lines = [f"v{i} v{i % 2}" for i in range(5)]
+    ws.produce("lines", [(None, line) for line in lines])
+    app = ws.run(spark, column_wordcount(), max_records_per_batch=1)
+    try:
+        assert dict(app.store("counts").all()) == dict(python_count(lines))
+    finally:
+        app.stop()
+    assert len(calls) == 1 and "building every batch's plan anew" in caplog.text

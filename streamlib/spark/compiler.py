@@ -14,6 +14,7 @@ tasks themselves, idempotently per (task, batch).
 """
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
@@ -41,6 +42,8 @@ from streamlib.spark.tasks import (BATCH_PROPERTY, TASK_PARTITION, TICK_TOPIC, S
 from streamlib.spark.undecodable import SkippedCount, handle_undecodable, split_undecodable
 from streamlib.spark.window_counts import window_count_inputs
 from streamlib.topology import SubTopology, Topology, TopologyError
+
+log = logging.getLogger("streamlib")
 
 
 class _MetricsParam(AccumulatorParam):
@@ -149,6 +152,7 @@ class BatchPlan:
         self._tick_frames: dict[int, tuple[Any, DataFrame]] = {}
         #: the first batch's plan, for the later ones (spark/plan_template.py)
         self._template: Optional[PlanTemplate] = None
+        self._reuse_plans = True
 
     def _combined_by_writers(self, subs: list[SubTopology], jvm_only: dict[int, Optional[dict]],
                              batch_inputs: dict[int, Optional[BatchInput]]
@@ -240,15 +244,20 @@ class BatchPlan:
         source.sparkSession.sparkContext.setLocalProperty(BATCH_PROPERTY, f"{batch_id}:{stream_time}")
         self._batch_id = batch_id
         if self._template is not None:
-            result = self._template.instantiate(source)
+            try:
+                result = self._template.instantiate(source)
+            except Exception as exc:  # noqa: BLE001 - the plan built step by step is always right
+                log.warning("reusing the first batch's plan failed (%s); building every batch's plan anew", exc)
+                result = self._template = None
+                self._reuse_plans = False
             if result is not None:
                 return result
         result = self._build_plan(source)
         # Not from a plan with per-batch parts: a dead-letter handler is bound to its
         # batch, and a cached stage output is the batch's own. (A pass without records
         # reads its source through a limit: no template from it, the last one stays.)
-        if not self._undecodable and not any(stage.output is not None and stage.output.is_cached
-                                             for stage in self.stages):
+        if self._reuse_plans and not self._undecodable and not any(
+                stage.output is not None and stage.output.is_cached for stage in self.stages):
             self._template = PlanTemplate.capture(result, source) or self._template
         return result
 
