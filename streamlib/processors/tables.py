@@ -48,12 +48,8 @@ class TableEmitter:
                   headers: list, topic: str, partitions: list[int], offsets: list[int]) -> None:
         """:meth:`emit` of many updates of distinct keys, in order (with caching)."""
         pending = self._pending
-        if pending:
-            earlier = [i for i, kb in enumerate(kbs) if kb in pending]
-            if earlier:
-                olds = list(olds)
-                for i in earlier:
-                    olds[i] = pending.pop(kbs[i])[2]
+        if pending:  # a key updated earlier in the commit keeps its old value from before it
+            olds = [pending.pop(kb)[2] if kb in pending else old for kb, old in zip(kbs, olds)]
         pending.update(zip(kbs, zip(keys, news, olds, timestamps, headers, repeat(topic),
                                     partitions, offsets)))
 

@@ -48,7 +48,6 @@ def decode_timestamped_column(raws: list[Optional[bytes]]) -> tuple[pa.Array, np
     ``(values, timestamps)``, the values a binary Arrow array (null where absent), the
     timestamps an int64 array (0 where absent). Raises if a value is shorter than 8 bytes."""
     data = pa.array(raws, pa.binary())
-    present = data.is_valid()
     filled = data.fill_null(bytes(_TIMESTAMP.size))
     lengths = pc.min_max(pc.binary_length(filled)).as_py()
     if lengths["min"] is not None and lengths["min"] < _TIMESTAMP.size:
@@ -59,5 +58,5 @@ def decode_timestamped_column(raws: list[Optional[bytes]]) -> tuple[pa.Array, np
     # nulls: so an explicit stop, over the nulls filled in and put back)
     values = pc.binary_slice(filled, _TIMESTAMP.size, max(lengths["max"] or 0, _TIMESTAMP.size))
     if data.null_count:
-        values = pc.if_else(present, values, pa.scalar(None, pa.binary()))
+        values = pc.if_else(data.is_valid(), values, pa.scalar(None, pa.binary()))
     return values, stamps.astype(np.int64)
