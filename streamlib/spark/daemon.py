@@ -38,7 +38,10 @@ __all__ = ["PRELOADED", "forget_spark_archives", "preload", "start_worker_task",
            "with_quick_acks"]
 
 #: Modules the daemon imports for the workers it forks.
-PRELOADED = ("pandas", "streamlib.spark.tasks", "streamlib.spark.source")
+#: ``pyarrow.acero`` is what ``Table.group_by`` (the aggregations' batch paths) imports on first
+#: use; ``streamlib.topics.local`` is the embedded log the tasks' sinks and changelogs write.
+PRELOADED = ("pandas", "pyarrow.acero", "streamlib.spark.tasks", "streamlib.spark.source",
+             "streamlib.topics.local")
 
 
 def forget_spark_archives() -> None:
