@@ -61,6 +61,7 @@ bench: $(STAMP) java
 	$(VPY) benchmarks/batch_overhead_bench.py
 	$(VPY) benchmarks/latency_bench.py
 	$(VPY) benchmarks/python_task_bench.py
+	$(VPY) benchmarks/source_runner_bench.py
 
 clean:
 	rm -rf $(VENV) .cache streamlib-data streamlib-state examples/wordcount/run
