@@ -57,6 +57,7 @@ bench: $(STAMP) java
 	$(VPY) benchmarks/wordcount_bench.py
 	$(VPY) benchmarks/windowed_bench.py
 	$(VPY) benchmarks/wc_side_by_side.py
+	$(VPY) benchmarks/batch_profile.py
 	$(VPY) benchmarks/task_overhead_bench.py
 	$(VPY) benchmarks/batch_overhead_bench.py
 	$(VPY) benchmarks/latency_bench.py
