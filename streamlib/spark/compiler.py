@@ -68,6 +68,12 @@ class Stage:
     #: the stage function's UDF over the stage's input columns, made at its first batch
     udf: Any = field(default=None, repr=False)
 
+    @property
+    def persists_output(self) -> bool:
+        """Its output is computed once for all its readers (a re-run would be correct,
+        only slower); a stage of Column steps alone has no output of its own."""
+        return self.readers > 1 and self.jvm_only is None
+
 
 def _source_columns(rows: DataFrame) -> DataFrame:
     """``rows`` with the source columns only, in their order."""
@@ -152,7 +158,8 @@ class BatchPlan:
         self._tick_frames: dict[int, tuple[Any, DataFrame]] = {}
         #: the first batch's plan, for the later ones (spark/plan_template.py)
         self._template: Optional[PlanTemplate] = None
-        self._reuse_plans = True
+        # Not with a persisted stage output: it is the batch's own.
+        self._reuse_plans = not any(stage.persists_output for stage in self.stages)
 
     def _combined_by_writers(self, subs: list[SubTopology], jvm_only: dict[int, Optional[dict]],
                              batch_inputs: dict[int, Optional[BatchInput]]
@@ -254,10 +261,10 @@ class BatchPlan:
                 return result
         result = self._build_plan(source)
         # Not from a plan with per-batch parts: a dead-letter handler is bound to its
-        # batch, and a cached stage output is the batch's own. (A pass without records
-        # reads its source through a limit: no template from it, the last one stays.)
-        if self._reuse_plans and not self._undecodable and not any(
-                stage.output is not None and stage.output.is_cached for stage in self.stages):
+        # batch (and a persisted stage output is the batch's own: see __init__). (A pass
+        # without records reads its source through a limit: no template from it, the
+        # last one stays.)
+        if self._reuse_plans and not self._undecodable:
             self._template = PlanTemplate.capture(result, source) or self._template
         return result
 
@@ -280,8 +287,7 @@ class BatchPlan:
                 out = source if stage.plan.combined_topics else _source_columns(source)
             else:
                 out = self._run_stage(stage, self._input(stage, source, outputs))
-            if stage.readers > 1:
-                # Computed once for all its readers (a re-run would be correct, only slower).
+            if stage.persists_output:
                 out = out.persist(StorageLevel.MEMORY_AND_DISK)
             stage.output = out
             for topic in stage.writes:
