@@ -28,13 +28,13 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from pyspark.sql import SparkSession, functions as F  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
 
 from common import ROCKSDB_PROVIDER  # noqa: E402
-from streamlib import Streams, StreamsConfig  # noqa: E402
+from streamlib import StreamsConfig  # noqa: E402
 from streamlib.spark.session import register_data_sources  # noqa: E402
-from streamlib.topics import open_backend  # noqa: E402
-from wc_side_by_side import PARTITIONS, TOPIC, make_lines, topology  # noqa: E402
+from wc_side_by_side import (PARTITIONS, TOPIC, make_lines, run_streamlib, spark_count,  # noqa: E402
+                             spark_words, topology, write_input)
 
 
 class Rest:
@@ -86,17 +86,7 @@ def main() -> None:
     if unknown:
         p.error(f"unknown engines {sorted(unknown)}")
     work = tempfile.mkdtemp(prefix="batch-profile-")
-    bootstrap = f"local://{work}/log"
-    lines = make_lines(a.words)
-    backend = open_backend(bootstrap)
-    backend.create_topic(TOPIC, partitions=PARTITIONS)
-    for i, line in enumerate(lines):
-        backend.produce(TOPIC, key=None, value=line.encode(), timestamp=1_000 + i, partition=i % PARTITIONS)
-    backend.flush()
-    backend.close()
-    os.makedirs(f"{work}/files")
-    with open(f"{work}/files/part-000.txt", "w") as f:
-        f.write("\n".join(lines) + "\n")
+    bootstrap, files = write_input(work, make_lines(a.words), 1)
     spark = (SparkSession.builder.master("local[2]").appName("batch-profile")
              .config("spark.sql.shuffle.partitions", str(PARTITIONS)).config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER).getOrCreate())
@@ -108,21 +98,12 @@ def main() -> None:
         if engine in ("py", "col"):
             config = StreamsConfig(application_id=f"profile{n}", bootstrap=bootstrap, state_dir=f"{work}/state{n}",
                                    checkpoint_location=f"{work}/checkpoint{n}")
-            app = Streams(topology(engine == "col"), config, spark=spark)
-            started = time.time()
-            app.process_available()
-            elapsed = time.time() - started
-            counted = sum(count for _, count in app.store("counts").all())
-            app.stop()
-            assert counted == a.words, f"counted {counted} words, expected {a.words}"
+            started, elapsed = run_streamlib(spark, topology(engine == "col"), config, a.words)
         else:
-            reader = spark.readStream.format("text").load(f"{work}/files") if engine == "files" else \
+            reader = spark.readStream.format("text").load(files) if engine == "files" else \
                 spark.readStream.format("streamlib").option("bootstrap", bootstrap).option("topics", TOPIC).load()
-            words = reader.select(F.explode(F.split(F.lower(F.col("value").cast("string")), r"\W+")).alias("word"))
             started = time.time()
-            query = (words.where("word != ''").groupBy("word").count().writeStream.outputMode("update")
-                     .format("noop").option("checkpointLocation", f"{work}/checkpoint{n}")
-                     .trigger(availableNow=True).start())
+            query = spark_count(spark_words(reader), f"{work}/checkpoint{n}").trigger(availableNow=True).start()
             query.awaitTermination()
             elapsed = time.time() - started
         time.sleep(0.5)   # the status store takes the job's end a moment later

@@ -57,6 +57,51 @@ def topology(columns):
     return b.build()
 
 
+def write_input(work, lines, files):
+    """``lines`` into a 4-partition topic of a local log under ``work`` (line i in
+    partition i % 4, timestamps from 1000) and into ``files`` text files of consecutive
+    lines (Spark's input); returns ``(bootstrap, files' directory)``."""
+    boot = f"local://{work}/log"
+    backend = open_backend(boot)
+    backend.create_topic(TOPIC, partitions=PARTITIONS)
+    for i, line in enumerate(lines):
+        backend.produce(TOPIC, key=None, value=line.encode(), timestamp=1_000 + i, partition=i % PARTITIONS)
+    backend.flush()
+    backend.close()
+    directory = f"{work}/files"
+    os.makedirs(directory)
+    per = -(-len(lines) // files)
+    for i in range(files):
+        with open(f"{directory}/part-{i:03d}.txt", "w") as f:
+            f.write("\n".join(lines[i * per:(i + 1) * per]) + "\n")
+    return boot, directory
+
+
+def spark_words(lines):
+    """What a Spark user writes: the lines' words, lower-cased, without empty ones."""
+    value = F.col("value").cast("string")
+    return lines.select(F.explode(F.split(F.lower(value), r"\W+")).alias("word")).where("word != ''")
+
+
+def spark_count(words, checkpoint):
+    """The words counted into Spark's no-op sink (a ``DataStreamWriter``, not started)."""
+    return (words.groupBy("word").count().writeStream.outputMode("update").format("noop")
+            .option("checkpointLocation", checkpoint))
+
+
+def run_streamlib(spark, topology_, config, words):
+    """Run the application until its input is processed; checks that it counted
+    ``words`` words. Returns ``(wall-clock start, seconds)``."""
+    app = Streams(topology_, config, spark=spark)
+    started, t = time.time(), time.perf_counter()
+    app.process_available()
+    elapsed = time.perf_counter() - t
+    total = sum(v for _, v in app.store("counts").all())
+    app.stop()
+    assert total == words, f"counted {total} words, expected {words}"
+    return started, elapsed
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--words", type=int, default=2_000_000)
@@ -64,21 +109,10 @@ def main():
     p.add_argument("--reps", type=int, default=2)
     a = p.parse_args()
     work = tempfile.mkdtemp(prefix="wc-sbs-")
-    boot = f"local://{work}/log"
     print(f"load average: {os.getloadavg()}")
     lines = make_lines(a.words)
-    backend = open_backend(boot)
-    backend.create_topic(TOPIC, partitions=PARTITIONS)
-    for i, line in enumerate(lines):
-        backend.produce(TOPIC, key=None, value=line.encode(), timestamp=1_000 + i, partition=i % PARTITIONS)
-    backend.flush()
-    backend.close()
-    files = f"{work}/files"
-    os.makedirs(files)
+    boot, files = write_input(work, lines, a.batches)
     per = -(-len(lines) // a.batches)
-    for i in range(a.batches):
-        with open(f"{files}/part-{i:03d}.txt", "w") as f:
-            f.write("\n".join(lines[i * per:(i + 1) * per]) + "\n")
     spark = bench_session("wc-side-by-side", PARTITIONS)
     n = [0]
 
@@ -87,12 +121,9 @@ def main():
         return f"{work}/run{n[0]}"
 
     def spark_query(reader, batches, source):
-        words = reader.load(source) if source else reader.load()
-        col = F.col("value").cast("string")
-        words = words.select(F.explode(F.split(F.lower(col), r"\W+")).alias("word")).where("word != ''")
+        words = spark_words(reader.load(source) if source else reader.load())
         t = time.perf_counter()
-        q = (words.groupBy("word").count().writeStream.outputMode("update").format("noop")
-             .option("checkpointLocation", fresh()))
+        q = spark_count(words, fresh())
         if batches > 1 and not source:
             q = q.trigger(processingTime="0 seconds").start()
             q.processAllAvailable()
@@ -119,14 +150,7 @@ def main():
             cfg = StreamsConfig(application_id=f"sbs{n[0]}", bootstrap=boot, state_dir=fresh(),
                                 checkpoint_location=fresh(),
                                 max_records_per_batch=per if batches > 1 else None)
-            app = Streams(topology(columns), cfg, spark=spark)
-            t = time.perf_counter()
-            app.process_available()
-            elapsed = time.perf_counter() - t
-            total = sum(v for _, v in app.store("counts").all())
-            app.stop()
-            assert total == a.words, f"counted {total} words, expected {a.words}"
-            return elapsed
+            return run_streamlib(spark, topology(columns), cfg, a.words)[1]
         return run
 
     spark_files(1)  # warm the JVM
