@@ -149,6 +149,26 @@ class Topology:
                 return True
         return False
 
+    def forwards_at_once(self, name: str) -> bool:
+        """Whether the table node ``name`` must forward every update as it happens, even
+        with caching: a descendant in its sub-topology keeps the rows another node looks
+        up in (a filter or map_values given a store for a join). Kafka Streams computes
+        such a lookup from the parent's store (a value getter), which is current at every
+        record; our descendant's store is only as current as what reaches it, so nothing
+        may be held back on the way (the lookup would miss rows of the same commit)."""
+        sub = self.subtopology_of(name)
+        for child in self.children(name):
+            if child not in sub.nodes:
+                continue
+            store = self.nodes[child].params.get("store")
+            spec = self.nodes[child].spec
+            if store and spec.derived_table and spec.materializable and any(
+                    store in other.stores for other_name, other in self.nodes.items() if other_name != child):
+                return True
+            if self.forwards_at_once(child):
+                return True
+        return False
+
     def materialized_table(self, name: str) -> bool:
         """Whether the table node ``name`` makes is materialized in Kafka Streams' sense
         (``NodeKind.materialized``): it can send old values without a store added for it."""

@@ -39,7 +39,7 @@ def build_processors(topology: Topology, sub: SubTopology,
         processors[name] = processor_for(node)(node, context)
         processors[name].send_old_values = topology.sends_old_values(name)
         processors[name].caching = context.caching and all(
-            topology.stores[store].caching for store in node.stores)
+            topology.stores[store].caching for store in node.stores) and not topology.forwards_at_once(name)
     for name in sub.nodes:
         for parent in topology.nodes[name].parents:
             processors[parent].children.append(processors[name])
