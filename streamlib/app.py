@@ -264,8 +264,9 @@ class Streams:
         moved the application's stream time past some time-aware task, a pass without
         records (:func:`time_pass`) that advances every task to it, so windows close
         everywhere without waiting for new input (Spark's no-data batch). Like Spark,
-        that pass is left out while more input is waiting: the next batch's records pass
-        advances every task first (:mod:`streamlib.spark.stream_time_log`)."""
+        that pass is left out while more input is waiting: a task is never advanced past
+        records it has yet to read (DESIGN.md, "Time and order"), so windows close once
+        the backlog is read (:mod:`streamlib.spark.stream_time_log`)."""
         try:
             self._run_passes(df, batch_id)
         except Exception:
@@ -279,7 +280,10 @@ class Streams:
 
     def _run_passes(self, df: Any, batch_id: int) -> None:
         before = self._start_of(batch_id)
-        reports = self._run_pass(df, data_pass(batch_id), before)
+        # The records pass moves no task to the application's stream time: a task may
+        # still have input waiting (a batch cut mid-backlog), whose on-time records that
+        # would make late. Only the time pass below, once nothing waits, advances tasks.
+        reports = self._run_pass(df, data_pass(batch_id), -1)
         if self._plan.time_aware:
             behind = [m for m in reports.values()
                       if m.get("time_aware") and m.get("stream_time", -1) < self._stream_time]

@@ -88,9 +88,7 @@ def test_final_counts_match_driver_and_model(spark, tmp_path, cache):
 
 def test_hopping_updates_match_driver(spark, tmp_path):
     """Two partitions, two runs over time-aligned halves of in-order input: every update
-    as the driver's. (Batches cut by a record limit are not time-aligned across
-    partitions: the application's stream time would then make later records of a
-    lagging partition late, as Spark's global watermark does.)"""
+    as the driver's. (Batches cut by a record limit: test_batch_parity_cases.py.)"""
     records = events(2, n=200, late=False)
     workspace = Workspace(tmp_path)
     build = lambda: final_counts_topology(suppress=False, hopping=True)  # noqa: E731
@@ -203,11 +201,11 @@ def produce_to_partitions(workspace: Workspace, records: list[tuple]) -> None:
 
 
 def test_restart_after_a_batch_that_left_input_waiting(spark, tmp_path):
-    """Batch 0 moves stream time to 5000 on partition 0's task while partition 1's task
-    is at 100 and its next record (at 150) is already waiting: like Spark, no pass without
-    records runs then, and the next batch advances every task before its records. A
-    restart between the two must do the same: window [0, 1000) of "b" closes with 1,
-    and the record at 150 is late."""
+    """Batches of 2 records are cut in processing order across partitions (Kafka Streams'
+    timestamp-synchronised choice): batch 0 reads "b" at 100 and 150 from partition 1 and
+    leaves "z" at 5000 waiting in partition 0, so no pass without records runs and no
+    task is advanced; batch 1 reads "z", then the pass without records closes window
+    [0, 1000) of "b" with both records. A restart between the two gives the same."""
     records = [("z", 5000, 0), ("b", 100, 1), ("b", 150, 1)]
     stopped = Workspace(tmp_path / "stopped")
     produce_to_partitions(stopped, records)
@@ -222,12 +220,12 @@ def test_restart_after_a_batch_that_left_input_waiting(spark, tmp_path):
     first = app.metrics()
     app.stop()
     assert stopped.read("final", WINDOWED, L) == []
-    assert first["stream_time"] == 5000
+    assert first["stream_time"] == 150
     app = stopped.run(spark, final_counts_topology(), max_records_per_batch=2)
     dropped = app.metrics()["dropped_records"]
     finals = {(w.key, w.window.start): n for w, n, _ in stopped.read("final", WINDOWED, L)}
-    assert finals == {("b", 0): 1}
-    assert dropped == 1
+    assert finals == {("b", 0): 2}
+    assert dropped == 0
 
     uninterrupted = Workspace(tmp_path / "uninterrupted")
     produce_to_partitions(uninterrupted, records)
@@ -241,8 +239,7 @@ def test_counts_pre_aggregated_by_the_reader_match_driver(spark, tmp_path, hoppi
     """A cached count on update reading a user topic: the reader pre-aggregates its rows
     (spark/window_counts.py); two partitions, in-order input with key-less records: the
     driver's final counts, and every window's count in the store. (Several micro-batches
-    for tumbling windows; hopping ones in one: batches cut by a record limit are not
-    time-aligned across partitions, see test_hopping_updates_match_driver.)"""
+    for tumbling windows; hopping ones in one, see test_hopping_updates_match_driver.)"""
     records = events(3, n=240, late=False)
     records[7] = (None, "v", records[7][2])
     records[100] = (None, "v", records[100][2])

@@ -36,3 +36,27 @@ def processing_order(table: pa.Table) -> np.ndarray:
     for start, end in zip(starts, ends):
         np.maximum.accumulate(timestamps[start:end], out=entry[start:end])
     return by_origin[np.argsort(entry, kind="stable")]
+
+
+def processing_prefix(timestamps: list[np.ndarray], limit: int) -> list[int]:
+    """How many records of each input partition are among the first ``limit`` of the
+    processing order: ``timestamps[i]`` is partition ``i``'s in offset order, the
+    partitions listed in the order ties go by (:func:`processing_order`'s rule).
+
+    A micro-batch cut there holds a prefix of every task's processing order, so where
+    batches are cut does not change what any task processes before what: a partition
+    that lags in offsets is not left behind in event time by a batch that reads each
+    partition in proportion to its backlog.
+
+    >>> processing_prefix([np.array([1, 25, 26, 27]), np.array([2, 3, 4, 5])], 4)
+    [1, 3]
+    >>> processing_prefix([np.array([5, 1, 2]), np.array([3])], 2)   # 1 and 2 wait behind 5
+    [1, 1]
+    """
+    if not timestamps or limit <= 0:
+        return [0] * len(timestamps)
+    entries = [np.maximum.accumulate(np.asarray(ts, dtype=np.int64)) if len(ts) else np.empty(0, np.int64)
+               for ts in timestamps]
+    origin = np.concatenate([np.full(len(e), i, dtype=np.int64) for i, e in enumerate(entries)])
+    order = np.argsort(np.concatenate(entries), kind="stable")
+    return np.bincount(origin[order[:limit]], minlength=len(timestamps)).tolist()

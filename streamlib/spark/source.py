@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator, Mapping, Optional, Sequence
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
                                     InputPartition)
@@ -49,6 +50,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Str
                                StructType)
 
 from streamlib.errors import RESET_HINT, OffsetOutOfRange
+from streamlib.runtime.order import processing_prefix
 from streamlib.spark.arrow import COMBINED_DDL, COMBINED_FIELDS, SOURCE_COLUMNS, SOURCE_DDL, source_batches
 from streamlib.spark import pickled, window_counts
 from streamlib.spark.daemon import start_worker_task
@@ -440,6 +442,29 @@ def limit_offsets(start: Offsets, available: Offsets, limit: Optional[int],
     return canonical(ends, topics)
 
 
+def aligned_limit_offsets(backend: TopicBackend, start: Offsets, available: Offsets, limit: Optional[int],
+                          topics: Sequence[str]) -> Offsets:
+    """End offsets that read at most ``limit`` records after ``start``: the first
+    ``limit`` records of the processing order over all partitions (Kafka Streams'
+    timestamp-synchronised choice of the next record), so that a batch never leaves a
+    partition behind in event time (:func:`~streamlib.runtime.order.processing_prefix`).
+    Reads the timestamps of at most ``limit`` records per partition with a backlog."""
+    pairs = sorted(((t, int(p), start.get(t, {}).get(p, 0), off)
+                    for t in topics for p, off in canonical(available, topics)[t].items()),
+                   key=lambda pair: (pair[0], pair[1]))
+    if limit is None or sum(max(0, avail - begin) for *_, begin, avail in pairs) <= limit:
+        return limit_offsets(start, available, None, topics)
+    stamps = [backend.read_arrow(t, p, begin, min(avail, begin + limit)).column("timestamp").to_numpy()
+              if avail > begin else np.empty(0, np.int64) for t, p, begin, avail in pairs]
+    ends: dict[str, dict[str, int]] = {t: {} for t in topics}
+    for (t, p, begin, _), n in zip(pairs, processing_prefix(stamps, limit)):
+        ends[t][str(p)] = begin + n
+    for t, parts in start.items():  # a partition that vanished keeps its offset
+        for p, off in parts.items():
+            ends.setdefault(t, {}).setdefault(p, off)
+    return canonical(ends, topics)
+
+
 class TopicBatchReader(DataSourceReader):
     """Batch read of ``[startingOffsets, endingOffsets)``, resolved when planned."""
 
@@ -481,8 +506,8 @@ class TopicStreamReader(DataSourceStreamReader):
         start = self._next_start or self.initialOffset()
         available = self.options.resolve("latest")
         check_within_log(start, available, self.options.application_id)
-        end = limit_offsets(start, available, self.options.max_records_per_trigger,
-                            self.options.topics)
+        end = aligned_limit_offsets(self.options.backend.open(), start, available,
+                                    self.options.max_records_per_trigger, self.options.topics)
         self._next_start = end
         return end
 

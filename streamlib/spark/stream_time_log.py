@@ -2,12 +2,13 @@
 
 A micro-batch normally ends with a pass without records that advances every task to the
 application's stream time (closing windows on idle tasks). When more input is already
-waiting, that pass is skipped, as Spark skips its no-data batch then: the next batch's
-records pass carries the stream time to every task instead. That moved stream time is
-then held only by the driver, so it is written here, with the micro-batch it belongs to,
-and a restarted application starts the next batch from it rather than from the tasks'
-own (older) stream times. A re-run of a batch starts from the stream time it first ran
-with, so it sees exactly what its first run saw.
+waiting, that pass is skipped, as Spark skips its no-data batch then, and no task is
+advanced before it has read that input (a batch cut mid-backlog must not make a lagging
+partition's records late): the first batch that ends with nothing waiting advances them.
+Until then the application's stream time is held only by the driver, so it is written
+here, with the micro-batch it belongs to, and a restarted application starts the next
+batch from it rather than from the tasks' own (older) stream times. A re-run of a batch
+starts from the stream time it first ran with, so it sees exactly what its first run saw.
 """
 from __future__ import annotations
 
