@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections import defaultdict
 from typing import Any, Optional
 
@@ -278,6 +279,7 @@ class Streams:
             raise batch_interrupted(batch_id) from None
 
     def _run_passes(self, df: Any, batch_id: int) -> None:
+        started = time.perf_counter()
         before = self._start_of(batch_id)
         reports = self._run_pass(df, data_pass(batch_id), before)
         if self._plan.time_aware:
@@ -288,7 +290,7 @@ class Streams:
             self._time_log.record(batch_id, before, self._stream_time)
         with self._lock:
             self._last_batch = batch_id
-        self._interactive().committed(time_pass(batch_id), reports)
+        self._interactive().committed(time_pass(batch_id), reports, time.perf_counter() - started)
 
     def _start_of(self, batch_id: int) -> int:
         """The stream time a batch starts from: after a restart, or in a re-run of a
@@ -317,6 +319,7 @@ class Streams:
                     self._totals[counter] += int(metrics.get(counter, 0))
                 self._tasks[task_id] = metrics
                 self._stream_time = max(self._stream_time, metrics.get("stream_time", -1))
+        self._interactive().pass_ran(reports)
         return reports
 
     # -- queries --------------------------------------------------------------------------
