@@ -51,7 +51,7 @@ class StreamsConfig:
     application_server_tls: Optional[tuple[str, str]] = None
     #: serve ``/metrics`` without the token (for a Prometheus scraper)
     application_server_public_metrics: bool = False
-    #: requests handled at once; more wait in a queue of 8 per thread, beyond that 503
+    #: requests handled at once; more wait in a queue of 16 per thread, beyond that 503
     application_server_threads: int = 8
     #: the most entries one page of a scan may ask for (``?limit=``; default 1000)
     application_server_max_limit: int = 10_000

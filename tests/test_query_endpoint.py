@@ -170,16 +170,16 @@ def test_a_full_pool_answers_503_with_retry_after(endpoint):
     _wait(lambda: pool._jobs.qsize() == 0)
     time.sleep(0.2)
     queued = []
-    for _ in range(8):   # the queue holds 8 per thread
+    for _ in range(16):   # the queue holds 16 per thread
         s = socket.create_connection(("127.0.0.1", e.port))
         s.sendall(b"GET /stores HTTP/1.0\r\n\r\n")
         queued.append(s)
-    _wait(lambda: pool._jobs.qsize() == 8)
+    _wait(lambda: pool._jobs.qsize() == 16)
     status, body, headers = e.get("/stores")
     assert status == 503 and headers["Retry-After"] == "1" and "busy" in body["error"]
     stuck.sendall(b"\r\n")
     for s in queued:   # every queued request is served once the worker is free
-        assert s.makefile("rb").readline().startswith(b"HTTP/1.0 200")
+        assert s.makefile("rb").readline().startswith(b"HTTP/1.1 200")
         s.close()
     stuck.close()
     metrics = e.get("/metrics")[1]
@@ -276,6 +276,51 @@ def test_metrics_parse_with_prometheus_client_counters_gauges_histograms(endpoin
     duration = {s.name: s.value for s in families["streamlib_batch_duration_seconds"].samples}
     assert duration["streamlib_batch_duration_seconds_count"] == 1
     assert duration["streamlib_batch_duration_seconds_sum"] == 0.25
+
+
+def test_kept_alive_connections_hold_no_worker_and_pipelined_requests_are_served(endpoint):
+    import http.client
+
+    # a worker holding a kept-alive connection would keep it for the whole timeout
+    e = endpoint(application_server_threads=1, application_server_request_timeout=timedelta(seconds=60))
+    e.commit(0, {_key(i): i for i in range(3)})
+    idle = http.client.HTTPConnection("127.0.0.1", e.port, timeout=10)
+    idle.request("GET", f"/stores/counts/{_key(1)}")
+    assert json.loads(idle.getresponse().read()) == {"key": _key(1), "value": 1}
+    # the one worker is free while `idle` stays open: another client is served
+    other = http.client.HTTPConnection("127.0.0.1", e.port, timeout=10)
+    for i in range(3):
+        other.request("GET", f"/stores/counts/{_key(i)}")
+        assert json.loads(other.getresponse().read()) == {"key": _key(i), "value": i}
+    idle.request("GET", f"/stores/counts/{_key(2)}")   # and `idle` again, on its connection
+    assert json.loads(idle.getresponse().read())["value"] == 2
+    with socket.create_connection(("127.0.0.1", e.port), timeout=10) as s:
+        s.sendall(b"".join(b"GET /stores/counts/%s HTTP/1.1\r\nHost: x\r\n\r\n" % _key(i).encode()
+                           for i in range(3)))
+        reader = s.makefile("rb")
+        for i in range(3):
+            response = http.client.HTTPResponse(_Replay(reader))
+            response.begin()
+            assert json.loads(response.read()) == {"key": _key(i), "value": i}
+    idle.close()
+    other.close()
+
+
+class _Replay:
+    """A socket-like object whose makefile() is an already open reader that a response
+    cannot close (several responses read from one stream)."""
+
+    def __init__(self, reader):
+        self._reader = reader
+
+    def makefile(self, *args, **kwargs):
+        return self
+
+    def close(self):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._reader, name)
 
 
 def test_a_bare_port_binds_to_loopback(endpoint):

@@ -125,7 +125,7 @@ class QueryServer:
         handler = _handler(self)
         busy = type("Busy", (handler,), {"busy": True})
         self._server = PooledServer(
-            host, port, lambda conn, address, rejected: (busy if rejected else handler)(conn, address, self),
+            host, port, lambda conn, rejected: (busy if rejected else handler)(conn, conn.address, self),
             config.application_server_threads, max(self._seconds, 1.0), tls_context(config.application_server_tls),
             on_disconnect=metrics.disconnects.inc,
             on_rejected=lambda reason: metrics.rejected.labels(self._app, reason).inc())
@@ -269,16 +269,49 @@ def _error(exc: BaseException) -> bytes:
     return json.dumps({"error": str(exc)}).encode()
 
 
+class _Writer:
+    """What the handler writes to: ``sendall`` on the connection (no buffering)."""
+
+    closed = False
+
+    def __init__(self, sock: Any):
+        self._sock = sock
+
+    def write(self, data: bytes) -> int:
+        self._sock.sendall(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
 def _handler(server: QueryServer) -> type:
     class Handler(BaseHTTPRequestHandler):
+        """The standard library's parser, one request per call on a kept
+        :class:`~streamlib.query.server.Connection` (HTTP/1.1 keep-alive)."""
+
+        protocol_version = "HTTP/1.1"
         #: answer 503 without reading a store (the worker pool is full)
         busy = False
+
+        def setup(self) -> None:
+            self.connection = self.request.sock
+            self.rfile = self.request.rfile
+            self.wfile = _Writer(self.connection)
+
+        def handle(self) -> None:
+            self.handle_one_request()
+            self.request.keep_alive = not self.close_connection
+
+        def finish(self) -> None:   # the connection outlives one request
+            pass
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
             if self.busy:
                 server.metrics.rejected.labels(server._app, "busy").inc()
                 status, kind, body = 503, _JSON, _error(RuntimeError("the query endpoint is busy; retry later"))
-                headers = {"Retry-After": "1"}
+                headers = {"Retry-After": "1", "Connection": "close"}
+                self.close_connection = True
             else:
                 status, kind, body, headers = server.respond(self.path, self.headers.get("Authorization"))
             self.send_response(status)
