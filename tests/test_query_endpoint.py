@@ -323,6 +323,17 @@ class _Replay:
         return getattr(self._reader, name)
 
 
+def test_malformed_requests_get_their_error_answers(endpoint):
+    e = endpoint()
+    e.commit(0, {_key(0): 1})
+    with socket.create_connection(("127.0.0.1", e.port), timeout=10) as s:
+        s.sendall(b"GET /" + b"k" * 70_000 + b" HTTP/1.1\r\n\r\n")
+        assert s.makefile("rb").readline().startswith(b"HTTP/1.1 414")
+    with socket.create_connection(("127.0.0.1", e.port), timeout=10) as s:
+        s.sendall(b"POST /stores HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+        assert s.makefile("rb").readline().startswith(b"HTTP/1.1 501")
+
+
 def test_a_bare_port_binds_to_loopback(endpoint):
     e = endpoint(application_server="0")
     assert e.queries.server.address[0] == "127.0.0.1"
