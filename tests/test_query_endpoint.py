@@ -220,6 +220,14 @@ def test_tls_handshake_with_a_test_certificate(endpoint, tmp_path):
     with pytest.raises((urllib.error.URLError, ConnectionError, http_errors())):   # plain HTTP gets no answer
         urllib.request.urlopen(f"http://127.0.0.1:{e.port}/stores", timeout=10).read()
     assert e.get("/stores", token="t", context=trusted)[0] == 200   # and the endpoint still serves
+    import http.client
+
+    kept = http.client.HTTPSConnection("127.0.0.1", e.port, timeout=10, context=trusted)
+    for _ in range(3):   # keep-alive over TLS
+        kept.request("GET", f"/stores/counts/{_key(1)}", headers={"Authorization": "Bearer t"})
+        assert json.loads(kept.getresponse().read()) == {"key": _key(1), "value": 3}
+    kept.close()
+    assert 'reason="tls"' in e.get("/metrics", token="t", context=trusted)[1]
 
 
 def http_errors():

@@ -69,7 +69,7 @@ class ApplicationMetrics:
                                     "Query requests refused for a missing or wrong bearer token (401).",
                                     app, registry=self.registry).labels(application_id)
         self.rejected = Counter("streamlib_query_rejected",
-                                "Query connections refused: busy (pool full), idle, connections (too many).",
+                                "Query connections refused: busy (pool full), idle, connections (too many), tls (handshake failed).",
                                 app + ["reason"], registry=self.registry)
         self.registry.register(_Snapshot(self))
 

@@ -249,7 +249,13 @@ class PooledServer:
             keep = False
             try:
                 if conn.rfile is None:
-                    conn.open(self._timeout, self._tls)
+                    try:
+                        conn.open(self._timeout, self._tls)
+                    except ssl.SSLError as exc:   # not TLS, or a certificate it refused
+                        self._on_rejected("tls")
+                        log.debug("query endpoint: TLS handshake with %s failed: %s", conn.address, exc)
+                        conn.close()
+                        continue
                 while True:   # requests already sent (pipelined) are served here
                     conn.keep_alive = False
                     self._serve(conn, rejected)
