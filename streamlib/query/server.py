@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import resource
 import selectors
 import socket
 import ssl
@@ -26,8 +27,9 @@ log = logging.getLogger("streamlib.query")
 
 #: pending connections the kernel queues before we accept them
 BACKLOG = 1024
-#: connections waiting for their request at once; more are closed at once
-MAX_WAITING = 4096
+#: connections waiting for their request at once; more are closed at once (half the
+#: process's file descriptors at most: the application needs the rest)
+MAX_WAITING = min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2)
 #: a connection that sends no request for this long is closed
 IDLE_SECONDS = 30.0
 #: connections waiting for a worker, per worker
@@ -184,8 +186,9 @@ class PooledServer:
                 sock, address = self._listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as exc:   # e.g. out of file descriptors: keep serving the rest
+            except OSError as exc:   # e.g. out of file descriptors: serve the rest, retry soon
                 log.warning("query endpoint: accept failed: %s", exc)
+                time.sleep(0.1)
                 return
             self._wait_for_request(Connection(sock, address))
 
