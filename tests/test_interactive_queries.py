@@ -12,6 +12,7 @@ import urllib.request
 import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
+from prometheus_client.parser import text_string_to_metric_families
 
 from engine import Workspace
 from streamlib import Consumed, Materialized, Serdes, Streams, StreamsBuilder
@@ -159,6 +160,11 @@ def test_live_table_read_by_spark_tasks_sql_and_http_endpoint(spark, ws):
         records_in = float(next(line for line in text.splitlines()
                                 if line.startswith("streamlib_process_total{")).rsplit(" ", 1)[1])
         assert records_in >= n + n // 3
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        batches = next(s.value for s in families["streamlib_batch_duration_seconds"].samples
+                       if s.name.endswith("_count"))
+        per_task = sum(s.value for s in families["streamlib_task_process"].samples if s.name.endswith("_total"))
+        assert batches >= 2 and per_task == records_in
     finally:
         app.stop()
     with pytest.raises(urllib.error.URLError):

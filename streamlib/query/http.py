@@ -260,8 +260,7 @@ class QueryServer:
         except Exception as exc:   # a query bug must not kill the endpoint
             log.exception("query endpoint failed on %s", path)
             status, kind, body = 500, _JSON, _error(exc)
-        self.metrics.requests.labels(self._app, str(status)).inc()
-        self.metrics.request_duration.observe(time.perf_counter() - started)
+        self.metrics.request_done(status, time.perf_counter() - started)
         return status, kind, body, headers
 
 

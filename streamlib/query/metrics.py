@@ -71,7 +71,16 @@ class ApplicationMetrics:
         self.rejected = Counter("streamlib_query_rejected",
                                 "Query connections refused: busy (pool full), idle, connections (too many), tls (handshake failed).",
                                 app + ["reason"], registry=self.registry)
+        self._by_status: dict[int, Any] = {}
         self.registry.register(_Snapshot(self))
+
+    def request_done(self, status: int, seconds: float) -> None:
+        """A query request answered ``status`` after ``seconds``."""
+        counter = self._by_status.get(status)
+        if counter is None:
+            counter = self._by_status[status] = self.requests.labels(self.application_id, str(status))
+        counter.inc()
+        self.request_duration.observe(seconds)
 
     def follow(self, snapshot: Callable[[], dict]) -> None:
         """Read ``snapshot()`` (``app.metrics()``) at every scrape."""
