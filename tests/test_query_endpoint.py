@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import socket
 import ssl
 import struct
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
