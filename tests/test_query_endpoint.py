@@ -251,6 +251,15 @@ def test_clients_that_go_away_are_counted_without_tracebacks(endpoint, capfd, ca
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
+def test_idle_connections_hold_no_worker(endpoint):
+    e = endpoint(application_server_threads=1, application_server_request_timeout=timedelta(seconds=60))
+    e.commit(0, {_key(0): 1})
+    idle = [socket.create_connection(("127.0.0.1", e.port)) for _ in range(200)]
+    assert e.get(f"/stores/counts/{_key(0)}")[:2] == (200, {"key": _key(0), "value": 1})
+    for s in idle:
+        s.close()
+
+
 def test_metrics_parse_with_prometheus_client_counters_gauges_histograms(endpoint):
     e = endpoint()
     e.snapshot = {"records_in": 12, "records_out": 3, "dropped_records": 1, "stream_time": 5000,
