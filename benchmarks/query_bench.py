@@ -4,14 +4,20 @@ A count per key over 1M distinct keys (4 store partitions, embedded log). Once t
 store holds every key, a feeder keeps appending updates of random keys (so batches keep
 committing and the query replicas keep applying them) while this measures, on the
 driver: point lookups (``app.store().get``, p50/p99/max), range scans of 1000 keys and
-one full scan (keys/s); then ``app.table()`` and SQL aggregates over the 1M keys
-(Spark tasks read the store copies).
+one full scan (keys/s); then ``N`` concurrent HTTP clients (``--clients``, in another
+process so they do not share the application's GIL) each making ``--client-requests``
+point lookups on the endpoint (one connection per request, as the endpoint closes
+each), p50/p99/max; then ``app.table()`` and SQL aggregates over the 1M keys (Spark
+tasks read the store copies).
 
     .venv/bin/python benchmarks/query_bench.py [--keys 1000000] [--lookups 20000]
+        [--clients 50] [--client-requests 20]
 """
 from __future__ import annotations
 
 import argparse
+import http.client
+import multiprocessing
 import os
 import random
 import shutil
@@ -51,11 +57,60 @@ def percentile(samples: list[float], q: float) -> float:
     return float(np.percentile(np.array(samples), q))
 
 
+def http_clients(port: int, keys: int, clients: int, requests: int, out) -> None:
+    """In a child process: ``clients`` threads, each ``requests`` GETs of random keys,
+    started together; puts ``(latencies ms, non-200 statuses)`` on ``out``."""
+    start = threading.Barrier(clients)
+    latencies: list[float] = []
+    failures: list[str] = []
+
+    def client(seed: int) -> None:
+        rng = random.Random(seed)
+        start.wait()
+        for _ in range(requests):
+            t = time.perf_counter()
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                conn.request("GET", f"/stores/counts/{key(rng.randrange(keys))}")
+                response = conn.getresponse()
+                response.read()
+                conn.close()
+                if response.status != 200:
+                    failures.append(str(response.status))
+            except OSError as exc:
+                failures.append(type(exc).__name__)
+            latencies.append((time.perf_counter() - t) * 1000)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    out.put((latencies, failures))
+
+
+def concurrent_lookups(port: int, keys: int, clients: int, requests: int) -> None:
+    context = multiprocessing.get_context("spawn")   # never fork a process running a JVM
+    out = context.Queue()
+    t0 = time.perf_counter()
+    child = context.Process(target=http_clients, args=(port, keys, clients, requests, out))
+    child.start()
+    latencies, failures = out.get()
+    seconds = time.perf_counter() - t0
+    child.join()
+    ms = [round(percentile(latencies, q), 2) for q in (50, 99)]
+    print(f"HTTP point lookups, {clients} concurrent clients x {requests}: {len(latencies)} in {seconds:.1f}s "
+          f"(with the client process's start); p50 {ms[0]} ms, p99 {ms[1]} ms, max {max(latencies):.1f} ms; "
+          f"errors {len(failures)} {sorted(set(failures))}; load {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--keys", type=int, default=1_000_000)
     parser.add_argument("--lookups", type=int, default=20_000)
     parser.add_argument("--updates", type=int, default=2_000, help="updates fed every 0.5 s")
+    parser.add_argument("--clients", type=int, default=50, help="concurrent HTTP clients")
+    parser.add_argument("--client-requests", type=int, default=20, help="lookups per HTTP client")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="query-bench-")
     bootstrap = f"local://{work}/log"
@@ -67,7 +122,8 @@ def main() -> None:
     (builder.stream("events", consumed=Consumed.with_(Serdes.string(), Serdes.string()))
      .group_by_key().count(materialized=Materialized.as_("counts")))
     app = Streams(builder.build(), StreamsConfig(application_id="query-bench", bootstrap=bootstrap,
-                                                 state_dir=f"{work}/state", commit_interval=500),
+                                                 state_dir=f"{work}/state", commit_interval=500,
+                                                 application_server="0"),
                   spark=spark)
     try:
         started = time.perf_counter()
@@ -118,6 +174,9 @@ def main() -> None:
         total = sum(1 for _ in view.all())
         seconds = time.perf_counter() - t0
         print(f"full scan: {total:,} keys in {seconds:.2f}s ({total / seconds:,.0f} keys/s)")
+        if args.clients:
+            concurrent_lookups(app._interactive().server.address[1], args.keys, args.clients,
+                               args.client_requests)
         print(f"batches applied by the query replicas meanwhile: "
               f"{app._interactive().replicas.applied_versions - versions_before}; updates fed: {fed[0]:,}")
 

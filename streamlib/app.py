@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections import defaultdict
 from typing import Any, Optional
 
@@ -279,6 +280,7 @@ class Streams:
             raise batch_interrupted(batch_id) from None
 
     def _run_passes(self, df: Any, batch_id: int) -> None:
+        started = time.perf_counter()
         before = self._start_of(batch_id)
         # The records pass moves no task to the application's stream time: a task may
         # still have input waiting (a batch cut mid-backlog), whose on-time records that
@@ -292,7 +294,7 @@ class Streams:
             self._time_log.record(batch_id, before, self._stream_time)
         with self._lock:
             self._last_batch = batch_id
-        self._interactive().committed(time_pass(batch_id), reports)
+        self._interactive().committed(time_pass(batch_id), reports, time.perf_counter() - started)
 
     def _start_of(self, batch_id: int) -> int:
         """The stream time a batch starts from: after a restart, or in a re-run of a
@@ -321,6 +323,7 @@ class Streams:
                     self._totals[counter] += int(metrics.get(counter, 0))
                 self._tasks[task_id] = metrics
                 self._stream_time = max(self._stream_time, metrics.get("stream_time", -1))
+        self._interactive().pass_ran(reports)
         return reports
 
     # -- queries --------------------------------------------------------------------------

@@ -40,8 +40,27 @@ class StreamsConfig:
     consumer_config: dict = field(default_factory=dict)
     #: at most this many input records per micro-batch (``None``: all available)
     max_records_per_batch: Optional[int] = None
-    #: ``"host:port"``: serve interactive queries over HTTP (JSON) while running
+    #: ``"host:port"``: serve interactive queries over HTTP (JSON) while running; a bare
+    #: ``"port"`` (or ``":port"``) binds to loopback only
     application_server: Optional[str] = None
+    #: the bearer token every request must carry (``Authorization: Bearer <token>``)
+    application_server_auth_token: Optional[str] = None
+    #: a file holding that token (first line), instead of the token itself
+    application_server_auth_token_file: Optional[str] = None
+    #: ``(certfile, keyfile)``: serve HTTPS with these PEM files
+    application_server_tls: Optional[tuple[str, str]] = None
+    #: serve ``/metrics`` without the token (for a Prometheus scraper)
+    application_server_public_metrics: bool = False
+    #: requests handled at once; more wait in a queue of 16 per thread, beyond that 503
+    application_server_threads: int = 8
+    #: the most entries one page of a scan may ask for (``?limit=``; default 1000)
+    application_server_max_limit: int = 10_000
+    #: the largest answer one request may produce (413 beyond it)
+    application_server_max_response_bytes: int = 16 * 1024 * 1024
+    #: the longest one request may work (503 beyond it)
+    application_server_request_timeout: Duration = timedelta(seconds=5)
+    #: how long a scan cursor (``next``) can continue in its batch before it expires
+    application_server_cursor_ttl: Duration = timedelta(minutes=1)
 
     def __post_init__(self) -> None:
         if not self.application_id or "/" in self.application_id:
@@ -55,10 +74,18 @@ class StreamsConfig:
         if self.num_partitions is not None and self.num_partitions < 1:
             raise ValueError("num_partitions must be >= 1")
         if self.application_server is not None:
-            host, sep, port = self.application_server.rpartition(":")
-            if not sep or not host or not port.isdigit():
-                raise ValueError(f"application_server must be 'host:port', got {self.application_server!r}")
+            server_address(self.application_server)   # raises if malformed
+        if self.application_server_auth_token is not None and self.application_server_auth_token_file:
+            raise ValueError("give application_server_auth_token or application_server_auth_token_file, not both")
+        if self.application_server_tls is not None and len(self.application_server_tls) != 2:
+            raise ValueError("application_server_tls must be (certfile, keyfile)")
+        for name in ("application_server_threads", "application_server_max_limit",
+                     "application_server_max_response_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
         self.commit_interval_ms = to_millis(self.commit_interval, "commit_interval")
+        to_millis(self.application_server_request_timeout, "application_server_request_timeout")
+        to_millis(self.application_server_cursor_ttl, "application_server_cursor_ttl")
 
     @property
     def caching(self) -> bool:
@@ -93,3 +120,15 @@ class StreamsConfig:
             root = (url.netloc + url.path) or "./streamlib-data"
             return os.path.join(os.path.abspath(root), "_checkpoints", self.application_id)
         return os.path.abspath(os.path.join("streamlib-checkpoints", self.application_id))
+
+
+def server_address(address: str) -> tuple[str, int]:
+    """``application_server`` as ``(host, port)``; without a host, loopback.
+
+    >>> server_address("0.0.0.0:8080"), server_address("8080"), server_address("[::1]:80")
+    (('0.0.0.0', 8080), ('127.0.0.1', 8080), ('::1', 80))
+    """
+    host, _, port = str(address).rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"application_server must be 'host:port' or 'port', got {address!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)

@@ -12,6 +12,7 @@ import urllib.request
 import pyarrow as pa
 import pytest
 from chispa import assert_df_equality
+from prometheus_client.parser import text_string_to_metric_families
 
 from engine import Workspace
 from streamlib import Consumed, Materialized, Serdes, Streams, StreamsBuilder
@@ -148,17 +149,22 @@ def test_live_table_read_by_spark_tasks_sql_and_http_endpoint(spark, ws):
         base = f"http://127.0.0.1:{port}"
         assert _get(f"{base}/stores") == (200, [{"name": "counts", "kind": "kv"}])
         assert _get(f"{base}/stores/counts/key000003") == (200, {"key": "key000003", "value": 2})
-        assert _get(f"{base}/stores/counts?from=key000010&to=key000013") == (200, [
+        assert _get(f"{base}/stores/counts?from=key000010&to=key000013") == (200, {"entries": [
             {"key": "key000010", "value": 1}, {"key": "key000011", "value": 1},
-            {"key": "key000012", "value": 2}, {"key": "key000013", "value": 1}])
+            {"key": "key000012", "value": 2}, {"key": "key000013", "value": 1}], "next": None})
         assert _get(f"{base}/stores/counts/nope")[0] == 404
         assert _get(f"{base}/stores/other/key000003")[0] == 404
         assert _get(f"{base}/stores/counts?frm=a")[0] == 400
         status, text = _get(f"{base}/metrics")
-        assert status == 200 and 'streamlib_records_in{application="app"} ' in text
-        records_in = int(next(line for line in text.splitlines()
-                              if line.startswith("streamlib_records_in{")).rsplit(" ", 1)[1])
+        assert status == 200 and 'streamlib_process_total{application="app"} ' in text
+        records_in = float(next(line for line in text.splitlines()
+                                if line.startswith("streamlib_process_total{")).rsplit(" ", 1)[1])
         assert records_in >= n + n // 3
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        batches = next(s.value for s in families["streamlib_batch_duration_seconds"].samples
+                       if s.name.endswith("_count"))
+        per_task = sum(s.value for s in families["streamlib_task_process"].samples if s.name.endswith("_total"))
+        assert batches >= 2 and per_task == records_in
     finally:
         app.stop()
     with pytest.raises(urllib.error.URLError):

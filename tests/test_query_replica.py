@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from streamlib.query.http import decode_key, prometheus_text
+from streamlib.query.http import decode_key
 from streamlib.query.reads import NotYetQueryable, ReplicaReads
 from streamlib.query.replica import StoreReplicas
 from streamlib.serdes import Serdes
@@ -117,16 +117,3 @@ def test_keys_from_urls_take_the_key_serdes_type():
     assert decode_key("hello", Serdes.string()) == "hello"
     with pytest.raises(ValueError):
         decode_key("abc", Serdes.integer())
-
-
-def test_metrics_in_prometheus_text_format():
-    text = prometheus_text({"records_in": 5, "stream_time": -1, "last_batch": None,
-                            "store_sizes": {"counts": 3}, "lag": {"in": {0: 2}},
-                            "tasks": {"0_1": {"records_in": 5, "stores": {"counts": 3}}}}, "wc")
-    assert text.splitlines() == [
-        "# TYPE streamlib_lag gauge", 'streamlib_lag{application="wc",topic="in",partition="0"} 2',
-        "# TYPE streamlib_records_in gauge", 'streamlib_records_in{application="wc"} 5',
-        "# TYPE streamlib_store_sizes gauge", 'streamlib_store_sizes{application="wc",key="counts"} 3',
-        "# TYPE streamlib_stream_time gauge", 'streamlib_stream_time{application="wc"} -1',
-        "# TYPE streamlib_task_records_in gauge", 'streamlib_task_records_in{application="wc",task="0_1"} 5',
-    ]

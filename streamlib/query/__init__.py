@@ -4,5 +4,7 @@
   published one committed batch at a time;
 - :mod:`.reads`: reads pinned to one published version;
 - :mod:`.frozen`: frozen copies for Spark readers (``Streams.table``);
-- :mod:`.service`: what ``Streams`` calls; :mod:`.http`: the JSON endpoint.
+- :mod:`.service`: what ``Streams`` calls; :mod:`.http`: the JSON endpoint's routes,
+  :mod:`.paging`: its pages and cursors, :mod:`.server`: its connections and workers,
+  :mod:`.metrics`: its ``/metrics`` (Prometheus).
 """

@@ -3,44 +3,42 @@
 Routes (API.md): ``GET /stores`` (names and kinds), ``GET /stores/<store>/<key>``
 (``{"key", "value"}``; window stores with ``?time_from=&time_to=``: a list of
 ``{"start", "end", "value"}``; session stores: the key's sessions), ``GET
-/stores/<store>?from=a&to=m`` (entries, both bounds inclusive, either optional),
-``GET /metrics`` (Prometheus' text format). 404: unknown route, store or key; 400: bad
-parameters; 503: the store is not queryable yet. Keys in URLs are text, decoded with
-the store's key serde (string, long, integer, double, bytes as UTF-8, json).
+/stores/<store>?from=a&to=m&limit=n`` (a page of a key-value store's entries, both
+bounds inclusive, either optional: ``{"entries": [...], "next": cursor}``; ``?after=
+<cursor>`` continues in the batch the first page read, :mod:`.paging`), ``GET /metrics``
+(Prometheus' text format, :mod:`.metrics`). 400: bad parameters; 401: no valid bearer
+token; 404: unknown route, store or key; 410: expired cursor; 413: the answer is over
+its size budget; 503: the store is not queryable yet, the request is over its time
+budget, or the endpoint is busy (with ``Retry-After``). Keys in URLs are text, decoded
+with the store's key serde (string, long, integer, double, bytes as UTF-8, json).
+Connections, the worker pool and TLS are :mod:`.server`'s.
 """
 from __future__ import annotations
 
 import base64
+import hmac
+import ipaddress
 import json
 import logging
-import math
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+import ssl
+import time
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Optional
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from streamlib.config import StreamsConfig, server_address
+from streamlib.processors.stores import query_view
+from streamlib.query.metrics import CONTENT_TYPE, ApplicationMetrics
+from streamlib.query.paging import Budget, Cursor, HttpError, PinnedVersions, scan_page
 from streamlib.query.reads import NotYetQueryable
+from streamlib.query.server import PooledServer
+from streamlib.state.bounds import range_bounds
+from streamlib.time import to_millis
 
 log = logging.getLogger("streamlib.query")
 _MAX_TIME = (1 << 63) - 1
-
-
-class HttpError(Exception):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """``"host:port"`` -> ``(host, port)``.
-
-    >>> parse_address("127.0.0.1:8080")
-    ('127.0.0.1', 8080)
-    """
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ValueError(f"application_server must be 'host:port', got {address!r}")
-    return host.strip("[]"), int(port)
+DEFAULT_LIMIT = 1000
+_JSON = "application/json"
 
 
 def decode_key(text: str, serde: Any) -> Any:
@@ -68,110 +66,150 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-def prometheus_text(metrics: dict, application_id: str) -> str:
-    """``app.metrics()`` in Prometheus' text exposition format (numbers only).
-
-    >>> print(prometheus_text({"records_in": 3, "store_sizes": {"c": 2}}, "a"), end="")
-    # TYPE streamlib_records_in gauge
-    streamlib_records_in{application="a"} 3
-    # TYPE streamlib_store_sizes gauge
-    streamlib_store_sizes{application="a",key="c"} 2
-    """
-    samples: dict[str, list[str]] = {}
-    app = f'application="{_escape(application_id)}"'
-
-    def emit(name: str, labels: str, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-                (isinstance(value, float) and math.isnan(value)):
-            return
-        samples.setdefault(f"streamlib_{name}", []).append(f"streamlib_{name}{{{labels}}} {value}")
-
-    for name, value in sorted(metrics.items()):
-        if name == "tasks" and isinstance(value, dict):
-            for task, counters in sorted(value.items()):
-                for counter, number in sorted(counters.items()):
-                    emit(f"task_{counter}", f'{app},task="{_escape(task)}"', number)
-        elif name == "lag" and isinstance(value, dict):
-            for topic, parts in sorted(value.items()):
-                for partition, number in sorted(parts.items()):
-                    emit("lag", f'{app},topic="{_escape(topic)}",partition="{partition}"', number)
-        elif isinstance(value, dict):
-            for key, number in sorted(value.items()):
-                emit(name, f'{app},key="{_escape(str(key))}"', number)
-        else:
-            emit(name, app, value)
-    lines = []
-    for metric, block in samples.items():   # one TYPE line before each metric's samples
-        lines.append(f"# TYPE {metric} gauge")
-        lines.extend(block)
-    return "\n".join(lines) + "\n"
 
 
-def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def read_token(config: StreamsConfig) -> Optional[str]:
+    """The bearer token the endpoint requires (``None``: none), from the config or its file."""
+    if config.application_server_auth_token_file:
+        path = config.application_server_auth_token_file
+        try:
+            with open(path, encoding="utf-8") as f:
+                token = f.readline().strip()
+        except OSError as exc:
+            raise ValueError(f"application_server_auth_token_file {path!r}: {exc.strerror}") from None
+        if not token:
+            raise ValueError(f"application_server_auth_token_file {path!r} holds no token")
+        return token
+    return config.application_server_auth_token or None
+
+
+def tls_context(files: Optional[tuple[str, str]]) -> Optional[ssl.SSLContext]:
+    """A server context for ``(certfile, keyfile)`` (TLS 1.2 or newer), or ``None``."""
+    if files is None:
+        return None
+    certfile, keyfile = files
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(certfile, keyfile)
+    except (OSError, ssl.SSLError) as exc:
+        raise ValueError(f"application_server_tls: cannot load {certfile!r} / {keyfile!r}: {exc}") from None
+    return context
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 class QueryServer:
-    """A threaded HTTP server over an application's :class:`~streamlib.query.service.Queries`."""
+    """The HTTP endpoint over an application's :class:`~streamlib.query.service.Queries`."""
 
-    def __init__(self, address: str, queries: Any, metrics: Callable[[], dict]):
+    def __init__(self, queries: Any, metrics: ApplicationMetrics):
+        config: StreamsConfig = queries.config
         self.queries = queries
         self.metrics = metrics
-        host, port = parse_address(address)
-        self._server = ThreadingHTTPServer((host, port), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="streamlib-http",
-                                        daemon=True)
+        self._app = config.application_id
+        self._token = read_token(config)
+        self._public_metrics = config.application_server_public_metrics
+        self._max_limit = config.application_server_max_limit
+        self._max_bytes = config.application_server_max_response_bytes
+        self._seconds = to_millis(config.application_server_request_timeout) / 1000
+        self.pins = PinnedVersions(to_millis(config.application_server_cursor_ttl) / 1000)
+        host, port = server_address(config.application_server)
+        if not _loopback(host) and self._token is None:
+            log.warning("the query endpoint on %s serves every store to anyone who can reach it: "
+                        "set application_server_auth_token (and application_server_tls)", host)
+        handler = _handler(self)
+        busy = type("Busy", (handler,), {"busy": True})
+        self._server = PooledServer(
+            host, port, lambda conn, rejected: (busy if rejected else handler)(conn, conn.address, self),
+            config.application_server_threads, max(self._seconds, 1.0), tls_context(config.application_server_tls),
+            on_disconnect=metrics.disconnects.inc,
+            on_rejected=lambda reason: metrics.rejected.labels(self._app, reason).inc())
 
     @property
     def address(self) -> tuple[str, int]:
         """The bound ``(host, port)`` (the real port when the configured one was 0)."""
-        return self._server.server_address[:2]
+        return self._server.address
 
     def start(self) -> None:
-        self._thread.start()
+        self._server.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
+        self._server.stop()
 
     # -- routing ---------------------------------------------------------------------------
-    def handle(self, path: str) -> tuple[int, str, str]:
+    def handle(self, path: str, authorization: Optional[str] = None) -> tuple[int, str, bytes]:
         """``(status, content type, body)`` for a GET of ``path``."""
         url = urlsplit(path)
         parts = [unquote(p) for p in url.path.split("/") if p]
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        budget = Budget(self._max_bytes, self._seconds)
         if parts == ["metrics"]:
-            text = prometheus_text(self.metrics(), self.queries.config.application_id)
-            return 200, "text/plain; version=0.0.4; charset=utf-8", text
+            if not self._public_metrics:
+                self._authorize(authorization)
+            return 200, CONTENT_TYPE, self.metrics.render()
+        self._authorize(authorization)
         if not parts or parts[0] != "stores" or len(parts) > 3:
             raise HttpError(404, f"no such resource: {url.path}")
         if len(parts) == 1:
             stores = [{"name": d.name, "kind": d.kind} for _, d in sorted(self.queries.topology.stores.items())
                       if d.queryable]
-            return self._json(stores)
+            return self._json(stores, budget)
         store = self._store_def(parts[1])
-        view = self.queries.store(store.name)
-        key_serde = store.key_serde or self.queries.config.default_key_serde
         if len(parts) == 2:
-            unknown = set(query) - {"from", "to"}
-            if unknown:
-                raise HttpError(400, f"unknown parameters {sorted(unknown)}; use from and to")
-            lo, hi = (self._key(query[b], key_serde) if b in query else None for b in ("from", "to"))
-            return self._json([{"key": k, "value": v} for k, v in view.range(lo, hi)])
-        key = self._key(parts[2], key_serde)
+            return self._json(self._scan(store, query, budget), budget)
+        view = self.queries.store(store.name)
+        key = self._key(parts[2], self._key_serde(store))
         if store.kind == "window":
-            return self._json(self._window_fetch(store, view, key, query))
+            return self._json(self._window_fetch(store, view, key, query), budget)
         if store.kind == "session":
             return self._json([{"start": w.window.start, "end": w.window.end, "value": v}
-                               for w, v in view.fetch_sessions(key)])
+                               for w, v in view.fetch_sessions(key)], budget)
         if query:
             raise HttpError(400, f"unknown parameters {sorted(query)} for a key-value store")
         value = view.get(key)
         if value is None:
             raise HttpError(404, f"key {parts[2]!r} not found in store {store.name!r}")
-        return self._json({"key": key, "value": value})
+        return self._json({"key": key, "value": value}, budget)
+
+    def _authorize(self, authorization: Optional[str]) -> None:
+        if self._token is None:
+            return
+        scheme, _, given = (authorization or "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self._token.encode()):
+            return
+        self.metrics.unauthorized.inc()
+        raise HttpError(401, "a valid bearer token is required (Authorization: Bearer <token>)",
+                        {"WWW-Authenticate": 'Bearer realm="streamlib"'})
+
+    def _scan(self, store: Any, query: dict, budget: Budget) -> dict:
+        unknown = set(query) - {"from", "to", "limit", "after"}
+        if unknown:
+            raise HttpError(400, f"unknown parameters {sorted(unknown)}; use from, to, limit and after")
+        if store.kind != "kv":
+            raise HttpError(400, f"store {store.name!r} is a {store.kind} store: read one key with "
+                                 f"/stores/{store.name}/<key>")
+        try:
+            limit = int(query.get("limit", DEFAULT_LIMIT))
+        except ValueError:
+            raise HttpError(400, "limit must be an integer") from None
+        if not 1 <= limit <= self._max_limit:
+            raise HttpError(400, f"limit must be between 1 and {self._max_limit}")
+        serde = self._key_serde(store)
+        lo, hi = (serde.serialize(self._key(query[b], serde)) if b in query else None for b in ("from", "to"))
+        bounds = range_bounds(lo, hi)
+        cursor = None
+        if "after" in query:
+            cursor = Cursor.decode(query["after"])
+            if cursor.store != store.name or ("to" in query and bounds[1] != cursor.upper):
+                raise HttpError(400, "the cursor belongs to another scan (store or to differ)")
+        config = self.queries.config
+        return scan_page(lambda reads: query_view(store, reads, config), self.queries.reads(store.name),
+                         self.pins, store.name, bounds, cursor, limit, budget)
 
     def _window_fetch(self, store: Any, view: Any, key: Any, query: dict) -> list[dict]:
         unknown = set(query) - {"time_from", "time_to"}
@@ -193,6 +231,9 @@ class QueryServer:
             raise HttpError(404, f"no store named {name!r}")
         return d
 
+    def _key_serde(self, store: Any) -> Any:
+        return store.key_serde or self.queries.config.default_key_serde
+
     @staticmethod
     def _key(text: str, serde: Any) -> Any:
         try:
@@ -201,31 +242,94 @@ class QueryServer:
             raise HttpError(400, f"bad key {text!r}: {exc}") from None
 
     @staticmethod
-    def _json(body: Any) -> tuple[int, str, str]:
-        return 200, "application/json", json.dumps(body, default=_json_default)
+    def _json(body: Any, budget: Budget) -> tuple[int, str, bytes]:
+        data = json.dumps(body, default=_json_default, separators=(",", ":")).encode()
+        budget.check(len(data))
+        return 200, _JSON, data
 
-    def _handler(self) -> type:
-        server = self
+    def respond(self, path: str, authorization: Optional[str]) -> tuple[int, str, bytes, dict]:
+        """:meth:`handle`, with errors as JSON answers; counted and timed."""
+        started = time.perf_counter()
+        headers: dict[str, str] = {}
+        try:
+            status, kind, body = self.handle(path, authorization)
+        except HttpError as exc:
+            status, kind, body, headers = exc.status, _JSON, _error(exc), exc.headers
+        except NotYetQueryable as exc:
+            status, kind, body, headers = 503, _JSON, _error(exc), {"Retry-After": "1"}
+        except Exception as exc:   # a query bug must not kill the endpoint
+            log.exception("query endpoint failed on %s", path)
+            status, kind, body = 500, _JSON, _error(exc)
+        self.metrics.request_done(status, time.perf_counter() - started)
+        return status, kind, body, headers
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-                try:
-                    status, kind, body = server.handle(self.path)
-                except HttpError as exc:
-                    status, kind, body = exc.status, "application/json", json.dumps({"error": str(exc)})
-                except NotYetQueryable as exc:
-                    status, kind, body = 503, "application/json", json.dumps({"error": str(exc)})
-                except Exception as exc:   # a query bug must not kill the endpoint
-                    log.exception("query endpoint failed on %s", self.path)
-                    status, kind, body = 500, "application/json", json.dumps({"error": str(exc)})
-                data = body.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
 
-            def log_message(self, fmt: str, *args: Any) -> None:
-                log.debug("http: " + fmt, *args)
+def _error(exc: BaseException) -> bytes:
+    return json.dumps({"error": str(exc)}).encode()
 
-        return Handler
+
+class _Writer:
+    """What the handler writes to: an answer's head and body leave in one ``sendall``
+    when the handler flushes (``handle_one_request`` does, after each request). Each
+    call that releases the GIL costs a wait to take it back (up to the 5 ms switch
+    interval while other threads run Python), so a request makes as few as it can."""
+
+    closed = False
+
+    def __init__(self, sock: Any):
+        self._sock = sock
+        self._chunks: list[bytes] = []
+
+    def write(self, data: bytes) -> int:
+        self._chunks.append(data)
+        return len(data)
+
+    def flush(self) -> None:
+        if self._chunks:
+            data = b"".join(self._chunks)
+            self._chunks.clear()
+            self._sock.sendall(data)
+
+
+def _handler(server: QueryServer) -> type:
+    class Handler(BaseHTTPRequestHandler):
+        """The standard library's parser, one request per call on a kept
+        :class:`~streamlib.query.server.Connection` (HTTP/1.1 keep-alive)."""
+
+        protocol_version = "HTTP/1.1"
+        #: answer 503 without reading a store (the worker pool is full)
+        busy = False
+
+        def setup(self) -> None:
+            self.connection = self.request.sock
+            self.rfile = self.request.rfile
+            self.wfile = _Writer(self.connection)
+
+        def handle(self) -> None:
+            self.handle_one_request()
+            self.wfile.flush()   # error answers (400, 414, 501) are not flushed by it
+            self.request.keep_alive = not self.close_connection
+
+        def finish(self) -> None:   # the connection outlives one request
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            if self.busy:
+                server.metrics.rejected.labels(server._app, "busy").inc()
+                status, kind, body = 503, _JSON, _error(RuntimeError("the query endpoint is busy; retry later"))
+                headers = {"Retry-After": "1", "Connection": "close"}
+                self.close_connection = True
+            else:
+                status, kind, body, headers = server.respond(self.path, self.headers.get("Authorization"))
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, fmt: str, *args: Any) -> None:
+            log.debug("http: " + fmt, *args)
+
+    return Handler

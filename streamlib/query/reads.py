@@ -57,8 +57,21 @@ class ReplicaReads(KeyValueReads):
                     found[i] = value
         return found
 
+    def pin_version(self) -> Version:
+        """The version published now (for a scan continued later at the same batch)."""
+        return self._pin()[0]
+
     def _scan(self, bounds: Bounds) -> Iterator[KeyValue]:
         version, dbs = self._pin()
+        return self._scan_version(version, dbs, bounds)
+
+    def scan_at(self, version: Version, bounds: Bounds) -> Iterator[KeyValue]:
+        """Entries within ``bounds`` as of ``version``, an earlier published version
+        (its undo records correct what newer batches wrote since)."""
+        return self._scan_version(version, self._replicas.pin(self._store)[1], bounds)
+
+    def _scan_version(self, version: Version, dbs: list[tuple[int, RocksDB]],
+                      bounds: Bounds) -> Iterator[KeyValue]:
         scans = [self._scan_partition(version, partition, db, bounds) for partition, db in dbs]
         if len(scans) == 1:
             return scans[0]

@@ -16,6 +16,7 @@ from streamlib.config import StreamsConfig
 from streamlib.processors.stores import query_view
 from streamlib.runtime.batches import data_pass
 from streamlib.query import frozen
+from streamlib.query.metrics import ApplicationMetrics
 from streamlib.query.reads import ReplicaReads
 from streamlib.query.replica import StoreReplicas, merge_offsets
 from streamlib.state.global_replica import GLOBAL_DIR
@@ -67,6 +68,8 @@ class Queries:
         logged = {name: config.changelog_topic(name) for name, d in topology.stores.items() if d.logging}
         self.replicas = StoreReplicas.shared(config.application_state_dir, backend, logged)
         self.server = None
+        #: what ``GET /metrics`` serves (Prometheus)
+        self.metrics = ApplicationMetrics(config.application_id)
 
     # -- lifecycle ------------------------------------------------------------------------
     def starting(self, metrics: Callable[[], dict]) -> None:
@@ -75,14 +78,21 @@ class Queries:
         self._sync()
         self._following = True
         self.replicas.follow()
+        self.metrics.follow(metrics)
         if self.config.application_server and self.server is None:
             from streamlib.query.http import QueryServer
 
-            self.server = QueryServer(self.config.application_server, self, metrics)
+            self.server = QueryServer(self, self.metrics)
             self.server.start()
 
-    def committed(self, batch_id: int, task_reports: dict[str, dict]) -> None:
-        """A batch committed: publish it once its changelog records are applied."""
+    def pass_ran(self, task_reports: dict[str, dict]) -> None:
+        """One pass of a batch ran (its tasks' reports): counted per task for ``/metrics``."""
+        self.metrics.pass_ran(task_reports)
+
+    def committed(self, batch_id: int, task_reports: dict[str, dict], seconds: Optional[float] = None) -> None:
+        """A batch committed (in ``seconds``): publish it once its changelog records are applied."""
+        if seconds is not None:
+            self.metrics.batch_duration.observe(seconds)
         self.replicas.committed(batch_id, merge_offsets(task_reports.items()))
 
     def stopped(self) -> None:

@@ -1,0 +1,286 @@
+"""The query endpoint's connections: a bounded worker pool behind one selector thread.
+
+``http.server.ThreadingHTTPServer`` starts a thread per connection and listens with a
+backlog of 5: under 50 concurrent clients the kernel drops SYNs past the backlog and
+the client retries a second later (the 1.45 s p99 of issue 43), and any number of
+clients can make the application start threads. Here one thread accepts connections
+(backlog :data:`BACKLOG`) and watches them until a request arrives (idle and half-open
+connections cost no worker); a connection with data goes to a fixed pool of workers
+through a bounded queue; when that is full, one more thread answers 503 with
+``Retry-After``. Each worker runs the standard library's request handler on its
+connection (TLS handshake included, with a timeout), so no HTTP is parsed here.
+A client that goes away is counted, never a traceback.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import resource
+import selectors
+import socket
+import ssl
+import threading
+import time
+from typing import Any, Callable, Optional
+
+log = logging.getLogger("streamlib.query")
+
+#: pending connections the kernel queues before we accept them
+BACKLOG = 1024
+#: connections waiting for their request at once; more are closed at once (half the
+#: process's file descriptors at most: the application needs the rest)
+MAX_WAITING = min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2)
+#: a connection that sends no request for this long is closed
+IDLE_SECONDS = 30.0
+#: connections waiting for a worker, per worker
+QUEUE_PER_THREAD = 16
+#: connections waiting to be told 503 at once; more are closed
+REJECT_QUEUE = 256
+#: what a client that hung up mid-request raises
+DISCONNECTS = (ConnectionError, TimeoutError, ssl.SSLError, OSError)
+
+
+class Connection:
+    """One client connection between requests: its socket (TLS once the handshake ran)
+    and the buffered reader the request handler reads from, kept across requests so
+    bytes a client sent ahead (pipelining) are not lost."""
+
+    def __init__(self, sock: socket.socket, address: Any):
+        self.sock = sock
+        self.address = address
+        self.rfile: Optional[Any] = None
+        #: set by the handler: whether the connection stays open for another request
+        self.keep_alive = False
+
+    def open(self, timeout: float, tls: Optional[ssl.SSLContext]) -> None:
+        """Before its first request: blocking with a timeout, no Nagle delay, TLS."""
+        self.sock.setblocking(True)
+        self.sock.settimeout(timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls is not None:
+            self.sock = tls.wrap_socket(self.sock, server_side=True)
+        self.rfile = self.sock.makefile("rb")
+
+    def has_buffered_request(self, timeout: float) -> bool:
+        """Whether the next request's bytes are already here (read without waiting)."""
+        if isinstance(self.sock, ssl.SSLSocket) and self.sock.pending():
+            return True
+        self.sock.setblocking(False)
+        try:
+            return bool(self.rfile.peek(1))
+        except (BlockingIOError, ssl.SSLWantReadError):
+            return False
+        finally:
+            self.sock.settimeout(timeout)
+
+    def close(self) -> None:
+        if self.rfile is not None:
+            try:
+                self.rfile.close()
+            except OSError:
+                pass
+        _close(self.sock)
+
+
+#: (connection, rejected) -> None: serves one request of a connection
+Serve = Callable[[Connection, bool], None]
+
+
+class PooledServer:
+    """Accepts on ``(host, port)`` and serves each request with ``serve`` on a pool of
+    ``threads`` workers (``serve(connection, True)`` when the pool is full: answer 503).
+    A kept-alive connection goes back to the selector between requests, so an idle
+    client holds no worker.
+
+    ``on_disconnect()`` is called for each client that went away mid-request,
+    ``on_rejected(reason)`` for each connection refused or closed unserved.
+    """
+
+    def __init__(self, host: str, port: int, serve: Serve, threads: int, timeout: float,
+                 tls: Optional[ssl.SSLContext] = None,
+                 on_disconnect: Callable[[], None] = lambda: None,
+                 on_rejected: Callable[[str], None] = lambda reason: None):
+        self._serve = serve
+        self._timeout = timeout
+        self._tls = tls
+        self._on_disconnect = on_disconnect
+        self._on_rejected = on_rejected
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._listener = socket.create_server((host, port), family=family, backlog=BACKLOG)
+        self._listener.setblocking(False)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._listener, selectors.EVENT_READ)
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        #: connections waiting for a request, and until when
+        self._waiting: dict[Connection, float] = {}
+        #: kept-alive connections the workers hand back to the selector thread
+        self._returned: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: queue.Queue = queue.Queue(maxsize=threads * QUEUE_PER_THREAD)
+        self._rejects: queue.Queue = queue.Queue(maxsize=REJECT_QUEUE)
+        self._running = False
+        self._threads = [threading.Thread(target=self._accept, name="streamlib-http-accept", daemon=True)]
+        self._threads += [threading.Thread(target=self._work, args=(self._jobs, False),
+                                           name=f"streamlib-http-{i}", daemon=True) for i in range(threads)]
+        self._threads.append(threading.Thread(target=self._work, args=(self._rejects, True),
+                                              name="streamlib-http-busy", daemon=True))
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self._listener.getsockname()[:2]
+
+    def start(self) -> None:
+        self._running = True
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._running = False
+        self._wake()
+        for q in (self._jobs, self._rejects):
+            for _ in self._threads:
+                try:
+                    q.put_nowait(None)
+                except queue.Full:
+                    break
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join(self._timeout + 1.0)
+        for conn in list(self._waiting):
+            conn.close()
+        self._waiting.clear()
+        while not self._returned.empty():
+            self._returned.get().close()
+        self._selector.close()
+        for sock in (self._listener, self._wake_r, self._wake_w):
+            sock.close()
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"x")
+        except OSError:   # the wake-up pipe is full: the selector thread wakes anyway
+            pass
+
+    # -- the selector thread ---------------------------------------------------------------
+    def _accept(self) -> None:
+        while self._running:
+            for key, _ in self._selector.select(timeout=1.0):
+                if key.fileobj is self._listener:
+                    self._accept_all()
+                elif key.fileobj is self._wake_r:
+                    self._drain_wake()
+                else:   # a request (or a hang-up) arrived: a worker takes a request
+                    conn = key.data
+                    self._selector.unregister(key.fileobj)
+                    del self._waiting[conn]
+                    if self._hung_up(conn):
+                        conn.close()
+                    else:
+                        self._dispatch(conn)
+            self._close_idle()
+
+    def _accept_all(self) -> None:
+        while True:
+            try:
+                sock, address = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:   # e.g. out of file descriptors: serve the rest, retry soon
+                log.warning("query endpoint: accept failed: %s", exc)
+                time.sleep(0.1)
+                return
+            self._wait_for_request(Connection(sock, address))
+
+    def _drain_wake(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except BlockingIOError:
+            pass
+        while not self._returned.empty():
+            self._wait_for_request(self._returned.get())
+
+    def _wait_for_request(self, conn: Connection) -> None:
+        if len(self._waiting) >= MAX_WAITING:
+            self._on_rejected("connections")
+            conn.close()
+            return
+        self._waiting[conn] = time.monotonic() + IDLE_SECONDS
+        self._selector.register(conn.sock, selectors.EVENT_READ, conn)
+
+    def _hung_up(self, conn: Connection) -> bool:
+        """Whether the client closed (or reset) the connection instead of sending a
+        request: then it needs no worker. Peeks at the raw bytes (TLS records too)."""
+        try:
+            return socket.socket.recv(conn.sock, 1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError as exc:   # reset: it went away with its request unanswered
+            self._on_disconnect()
+            log.debug("query endpoint: client %s went away: %s", conn.address, exc)
+            return True
+
+    def _dispatch(self, conn: Connection) -> None:
+        try:
+            self._jobs.put_nowait(conn)
+        except queue.Full:
+            try:
+                self._rejects.put_nowait(conn)
+            except queue.Full:
+                self._on_rejected("busy")
+                conn.close()
+
+    def _close_idle(self) -> None:
+        now = time.monotonic()
+        for conn, deadline in list(self._waiting.items()):
+            if deadline < now:
+                self._selector.unregister(conn.sock)
+                del self._waiting[conn]
+                if conn.rfile is None:   # kept-alive connections simply time out
+                    self._on_rejected("idle")
+                conn.close()
+
+    # -- the workers -----------------------------------------------------------------------
+    def _work(self, jobs: queue.Queue, rejected: bool) -> None:
+        while True:
+            conn = jobs.get()
+            if conn is None or not self._running:
+                if conn is not None:
+                    conn.close()
+                return
+            keep = False
+            try:
+                if conn.rfile is None:
+                    try:
+                        conn.open(self._timeout, self._tls)
+                    except ssl.SSLError as exc:   # not TLS, or a certificate it refused
+                        self._on_rejected("tls")
+                        log.debug("query endpoint: TLS handshake with %s failed: %s", conn.address, exc)
+                        conn.close()
+                        continue
+                while True:   # requests already sent (pipelined) are served here
+                    conn.keep_alive = False
+                    self._serve(conn, rejected)
+                    keep = conn.keep_alive and self._running and not rejected
+                    if not keep or not conn.has_buffered_request(self._timeout):
+                        break
+            except DISCONNECTS as exc:
+                keep = False
+                self._on_disconnect()
+                log.debug("query endpoint: client %s went away: %s", conn.address, exc)
+            except Exception:   # a bug in a handler must not end the worker
+                keep = False
+                log.exception("query endpoint: serving %s failed", conn.address)
+            if keep:
+                self._returned.put(conn)
+                self._wake()
+            else:
+                conn.close()
+
+
+def _close(conn: socket.socket) -> None:
+    try:
+        conn.close()
+    except OSError:
+        pass

@@ -1,0 +1,361 @@
+"""The query endpoint without Spark: a store's changelog written here, its replicas
+followed by Queries as Streams would, HTTP through the real server.
+
+Pages pinned to one batch, budgets, the bounded pool, bearer tokens, TLS, quiet
+disconnects and the Prometheus metrics."""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import socket
+import ssl
+import struct
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from datetime import timedelta
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from streamlib import Consumed, Materialized, Serdes, StreamsBuilder, StreamsConfig
+from streamlib.query.service import Queries
+from streamlib.state.changelog import Changelog
+from streamlib.state.timestamped import encode_timestamped
+from streamlib.topics import open_backend
+
+S = Serdes.string()
+TOPIC = "app-counts-changelog"
+PARTITIONS = 2
+
+
+def _topology():
+    builder = StreamsBuilder()
+    builder.stream("events", consumed=Consumed.with_(S, S)).group_by_key().count(
+        materialized=Materialized.as_("counts"))
+    return builder.build()
+
+
+class Endpoint:
+    """A store "counts" with a changelog of PARTITIONS partitions, served over HTTP."""
+
+    def __init__(self, tmp_path, **server):
+        self.tmp_path = tmp_path
+        bootstrap = f"local://{tmp_path / 'log'}"
+        self.backend = open_backend(bootstrap)
+        self.backend.create_topic(TOPIC, PARTITIONS, {"cleanup.policy": "compact"})
+        self.logs = [Changelog(self.backend, TOPIC, p, PARTITIONS, f"test/{p}") for p in range(PARTITIONS)]
+        server.setdefault("application_server", "127.0.0.1:0")
+        self.config = StreamsConfig(application_id="app", bootstrap=bootstrap,
+                                    state_dir=str(tmp_path / "state"), **server)
+        self.queries = Queries(_topology(), self.config, lambda: self.backend)
+        self.snapshot = {"records_in": 0, "tasks": {}}
+        self.queries.starting(lambda: self.snapshot)
+        host, port = self.queries.server.address
+        scheme = "https" if self.config.application_server_tls else "http"
+        self.base = f"{scheme}://{host}:{port}"
+        self.port = port
+
+    def commit(self, batch: int, counts: dict[str, int | None]) -> None:
+        """One committed batch writing these counts (None: deleted), published when this returns."""
+        reports = {}
+        for partition in range(PARTITIONS):
+            keys = [k for k in counts if hash(k) % PARTITIONS == partition]
+            values = [None if counts[k] is None else encode_timestamped(struct.pack(">q", counts[k]), 0)
+                      for k in keys]
+            _, end = self.logs[partition].append(batch, [k.encode() for k in keys], values, [0] * len(keys))
+            reports[f"0_{partition}"] = {"changelog_offsets": {"counts": end}}
+        self.queries.committed(batch, reports)
+        deadline = time.monotonic() + 30
+        while (self.queries.replicas.published is None or self.queries.replicas.published.batch != batch):
+            assert time.monotonic() < deadline, "batch not published"
+            time.sleep(0.01)
+
+    def get(self, path: str, token: str | None = None, context: ssl.SSLContext | None = None):
+        request = urllib.request.Request(self.base + path)
+        if token is not None:
+            request.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=20, context=context) as response:
+                body = response.read().decode()
+                return response.status, _parsed(body, response.headers), response.headers
+        except urllib.error.HTTPError as exc:
+            return exc.code, _parsed(exc.read().decode(), exc.headers), exc.headers
+
+    def close(self):
+        self.queries.close()
+
+
+def _parsed(body, headers):
+    return json.loads(body) if "json" in headers["Content-Type"] else body
+
+
+@pytest.fixture
+def endpoint(tmp_path):
+    made = []
+
+    def make(**server):
+        made.append(Endpoint(tmp_path / str(len(made)), **server))
+        return made[-1]
+
+    yield make
+    for e in made:
+        e.close()
+
+
+def _key(i: int) -> str:
+    return f"k{i:05d}"
+
+
+def test_pages_of_a_scan_read_the_batch_the_first_page_read(endpoint):
+    e = endpoint(application_server_cursor_ttl=timedelta(seconds=60))
+    e.commit(0, {_key(i): 1 for i in range(2500)})
+    status, page, _ = e.get("/stores/counts?limit=1000")
+    assert status == 200 and len(page["entries"]) == 1000 and page["next"]
+    assert page["entries"][0] == {"key": _key(0), "value": 1}
+    # batch 1 changes every key, deletes some and adds others: the cursor keeps batch 0
+    e.commit(1, {**{_key(i): 2 for i in range(0, 2500, 2)}, **{_key(i): None for i in range(1, 2500, 10)},
+                 **{_key(i): 2 for i in range(2500, 2600)}})
+    entries = page["entries"]
+    while page["next"]:
+        status, page, _ = e.get(f"/stores/counts?limit=1000&after={page['next']}")
+        assert status == 200
+        entries += page["entries"]
+    assert entries == [{"key": _key(i), "value": 1} for i in range(2500)]
+    # a new scan reads batch 1, bounds inclusive; the default limit is 1000
+    status, page, _ = e.get(f"/stores/counts?from={_key(10)}&to={_key(13)}")
+    assert page == {"entries": [{"key": _key(10), "value": 2}, {"key": _key(12), "value": 2},
+                                {"key": _key(13), "value": 1}], "next": None}
+    assert len(e.get("/stores/counts")[1]["entries"]) == 1000
+
+
+def test_a_cursor_expires_once_its_batch_is_no_longer_held(endpoint):
+    e = endpoint(application_server_cursor_ttl=timedelta(milliseconds=1))
+    e.commit(0, {_key(i): 1 for i in range(10)})
+    _, page, _ = e.get("/stores/counts?limit=4")
+    time.sleep(0.01)
+    status, _, _ = e.get(f"/stores/counts?limit=4&after={page['next']}")
+    assert status == 200   # still the published batch: readable
+    e.commit(1, {_key(0): 5})
+    time.sleep(0.01)
+    status, body, _ = e.get(f"/stores/counts?limit=4&after={page['next']}")
+    assert status == 410 and "expired" in body["error"]
+    assert e.get("/stores/counts?after=garbage!")[0] == 400
+    assert e.get("/stores/counts?limit=0")[0] == 400
+    assert e.get("/stores/counts?limit=10001")[0] == 400
+
+
+def test_budgets_answer_413_and_503_with_reasons(endpoint):
+    e = endpoint(application_server_max_response_bytes=2000)
+    e.commit(0, {_key(i): 1 for i in range(500)})
+    status, body, _ = e.get("/stores/counts?limit=500")
+    assert status == 413 and "2000 bytes" in body["error"]
+    assert e.get("/stores/counts?limit=20")[0] == 200
+    slow = endpoint(application_server_request_timeout=0)
+    slow.commit(0, {_key(i): 1 for i in range(100)})
+    status, body, headers = slow.get("/stores/counts?limit=100")
+    assert status == 503 and "longer than" in body["error"] and headers["Retry-After"] == "1"
+
+
+def test_a_full_pool_answers_503_with_retry_after(endpoint):
+    e = endpoint(application_server_threads=1)
+    e.commit(0, {_key(0): 1})
+    pool = e.queries.server._server
+    stuck = socket.create_connection(("127.0.0.1", e.port))
+    stuck.sendall(b"GET /stores HTTP/1.1\r\n")   # the one worker waits for the rest
+    _wait(lambda: pool._jobs.qsize() == 0)
+    time.sleep(0.2)
+    queued = []
+    for _ in range(16):   # the queue holds 16 per thread
+        s = socket.create_connection(("127.0.0.1", e.port))
+        s.sendall(b"GET /stores HTTP/1.0\r\n\r\n")
+        queued.append(s)
+    _wait(lambda: pool._jobs.qsize() == 16)
+    status, body, headers = e.get("/stores")
+    assert status == 503 and headers["Retry-After"] == "1" and "busy" in body["error"]
+    stuck.sendall(b"\r\n")
+    for s in queued:   # every queued request is served once the worker is free
+        assert s.makefile("rb").readline().startswith(b"HTTP/1.1 200")
+        s.close()
+    stuck.close()
+    metrics = e.get("/metrics")[1]
+    assert 'streamlib_query_rejected_total{application="app",reason="busy"} 1.0' in metrics
+
+
+def test_bearer_token_401_without_200_with_and_metrics_public_when_asked(endpoint, tmp_path):
+    e = endpoint(application_server_auth_token="s3cret")
+    e.commit(0, {_key(0): 7})
+    status, body, headers = e.get(f"/stores/counts/{_key(0)}")
+    assert status == 401 and headers["WWW-Authenticate"].startswith("Bearer")
+    assert e.get(f"/stores/counts/{_key(0)}", token="wrong")[0] == 401
+    assert e.get(f"/stores/counts/{_key(0)}", token="s3cret")[:2] == (200, {"key": _key(0), "value": 7})
+    assert e.get("/metrics")[0] == 401
+    text = e.get("/metrics", token="s3cret")[1]
+    assert 'streamlib_query_unauthorized_total{application="app"} 3.0' in text
+    token_file = tmp_path / "token"
+    token_file.write_text("from-a-file\n")
+    f = endpoint(application_server_auth_token_file=str(token_file), application_server_public_metrics=True)
+    f.commit(0, {_key(0): 1})
+    assert f.get("/stores")[0] == 401
+    assert f.get("/stores", token="from-a-file")[0] == 200
+    assert f.get("/metrics")[0] == 200
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_tls_handshake_with_a_test_certificate(endpoint, tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    e = endpoint(application_server_tls=(str(cert), str(key)), application_server_auth_token="t")
+    e.commit(0, {_key(1): 3})
+    trusted = ssl.create_default_context(cafile=str(cert))
+    assert e.get(f"/stores/counts/{_key(1)}", token="t", context=trusted)[:2] == (200, {"key": _key(1), "value": 3})
+    with pytest.raises(urllib.error.URLError):   # a client that does not trust the certificate
+        e.get("/stores", token="t", context=ssl.create_default_context())
+    with pytest.raises((urllib.error.URLError, ConnectionError, http_errors())):   # plain HTTP gets no answer
+        urllib.request.urlopen(f"http://127.0.0.1:{e.port}/stores", timeout=10).read()
+    assert e.get("/stores", token="t", context=trusted)[0] == 200   # and the endpoint still serves
+    import http.client
+
+    kept = http.client.HTTPSConnection("127.0.0.1", e.port, timeout=10, context=trusted)
+    for _ in range(3):   # keep-alive over TLS
+        kept.request("GET", f"/stores/counts/{_key(1)}", headers={"Authorization": "Bearer t"})
+        assert json.loads(kept.getresponse().read()) == {"key": _key(1), "value": 3}
+    kept.close()
+    assert 'reason="tls"' in e.get("/metrics", token="t", context=trusted)[1]
+
+
+def http_errors():
+    import http.client
+    return http.client.HTTPException
+
+
+def test_clients_that_go_away_are_counted_without_tracebacks(endpoint, capfd, caplog):
+    e = endpoint()
+    e.commit(0, {_key(i): 1 for i in range(3000)})
+    caplog.set_level(logging.WARNING, logger="streamlib")
+    for _ in range(50):
+        s = socket.create_connection(("127.0.0.1", e.port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))   # reset on close
+        s.sendall(b"GET /stores/counts?limit=3000 HTTP/1.0\r\n\r\n")
+        s.close()
+    for _ in range(20):   # half-open: connected, never a request
+        socket.create_connection(("127.0.0.1", e.port)).close()
+    _wait(lambda: e.queries.metrics.disconnects._value.get() >= 1)
+    assert e.get(f"/stores/counts/{_key(5)}")[:2] == (200, {"key": _key(5), "value": 1})
+    out, err = capfd.readouterr()
+    assert "Traceback" not in out + err and "Error" not in err
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_idle_connections_hold_no_worker(endpoint):
+    e = endpoint(application_server_threads=1, application_server_request_timeout=timedelta(seconds=60))
+    e.commit(0, {_key(0): 1})
+    idle = [socket.create_connection(("127.0.0.1", e.port)) for _ in range(200)]
+    assert e.get(f"/stores/counts/{_key(0)}")[:2] == (200, {"key": _key(0), "value": 1})
+    for s in idle:
+        s.close()
+
+
+def test_metrics_parse_with_prometheus_client_counters_gauges_histograms(endpoint):
+    e = endpoint()
+    e.snapshot = {"records_in": 12, "records_out": 3, "dropped_records": 1, "stream_time": 5000,
+                  "watermark": 4000, "last_batch": 2, "lag": {"events": {0: 4, 1: 0}},
+                  "tasks": {"0_0": {"stream_time": 5000, "stores": {"counts": 6}},
+                            "0_1": {"stream_time": 4000, "stores": {"counts": 5}}}}
+    e.queries.pass_ran({"0_0": {"records_in": 7, "stream_time": 5000}, "0_1": {"records_in": 5}})
+    e.queries.pass_ran({"0_0": {"records_in": 1}})
+    e.commit(0, {_key(0): 1})
+    e.queries.committed(0, {}, seconds=0.25)
+    families = {f.name: f for f in text_string_to_metric_families(e.get("/metrics")[1])}
+    kinds = {name: f.type for name, f in families.items()}
+    assert kinds["streamlib_process"] == "counter" and kinds["streamlib_records_lag"] == "gauge"
+    assert kinds["streamlib_batch_duration_seconds"] == "histogram"
+    assert kinds["streamlib_record_e2e_latency_seconds"] == "histogram"
+    assert all(f.documentation for f in families.values())
+
+    def samples(name):
+        return {tuple(sorted(s.labels.items())): s.value for s in families[name].samples
+                if s.name == name or s.name == name + "_total"}
+
+    app = ("application", "app")
+    assert samples("streamlib_process") == {(app,): 12}
+    assert samples("streamlib_task_process") == {(app, ("task", "0_0")): 8, (app, ("task", "0_1")): 5}
+    assert samples("streamlib_records_lag") == {(app, ("partition", "0"), ("topic", "events")): 4,
+                                                (app, ("partition", "1"), ("topic", "events")): 0}
+    assert samples("streamlib_estimate_num_keys")[(app, ("store", "counts"), ("task", "0_1"))] == 5
+    assert samples("streamlib_stream_time_seconds") == {(app,): 5.0}
+    duration = {s.name: s.value for s in families["streamlib_batch_duration_seconds"].samples}
+    assert duration["streamlib_batch_duration_seconds_count"] == 1
+    assert duration["streamlib_batch_duration_seconds_sum"] == 0.25
+
+
+def test_kept_alive_connections_hold_no_worker_and_pipelined_requests_are_served(endpoint):
+    import http.client
+
+    # a worker holding a kept-alive connection would keep it for the whole timeout
+    e = endpoint(application_server_threads=1, application_server_request_timeout=timedelta(seconds=60))
+    e.commit(0, {_key(i): i for i in range(3)})
+    idle = http.client.HTTPConnection("127.0.0.1", e.port, timeout=10)
+    idle.request("GET", f"/stores/counts/{_key(1)}")
+    assert json.loads(idle.getresponse().read()) == {"key": _key(1), "value": 1}
+    # the one worker is free while `idle` stays open: another client is served
+    other = http.client.HTTPConnection("127.0.0.1", e.port, timeout=10)
+    for i in range(3):
+        other.request("GET", f"/stores/counts/{_key(i)}")
+        assert json.loads(other.getresponse().read()) == {"key": _key(i), "value": i}
+    idle.request("GET", f"/stores/counts/{_key(2)}")   # and `idle` again, on its connection
+    assert json.loads(idle.getresponse().read())["value"] == 2
+    with socket.create_connection(("127.0.0.1", e.port), timeout=10) as s:
+        s.sendall(b"".join(b"GET /stores/counts/%s HTTP/1.1\r\nHost: x\r\n\r\n" % _key(i).encode()
+                           for i in range(3)))
+        reader = s.makefile("rb")
+        for i in range(3):
+            response = http.client.HTTPResponse(_Replay(reader))
+            response.begin()
+            assert json.loads(response.read()) == {"key": _key(i), "value": i}
+    idle.close()
+    other.close()
+
+
+class _Replay:
+    """A socket-like object whose makefile() is an already open reader that a response
+    cannot close (several responses read from one stream)."""
+
+    def __init__(self, reader):
+        self._reader = reader
+
+    def makefile(self, *args, **kwargs):
+        return self
+
+    def close(self):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self._reader, name)
+
+
+def test_malformed_requests_get_their_error_answers(endpoint):
+    e = endpoint()
+    e.commit(0, {_key(0): 1})
+    with socket.create_connection(("127.0.0.1", e.port), timeout=10) as s:
+        s.sendall(b"GET /" + b"k" * 70_000 + b" HTTP/1.1\r\n\r\n")
+        assert s.makefile("rb").readline().startswith(b"HTTP/1.1 414")
+    with socket.create_connection(("127.0.0.1", e.port), timeout=10) as s:
+        s.sendall(b"POST /stores HTTP/1.1\r\nContent-Length: 0\r\n\r\n")
+        assert s.makefile("rb").readline().startswith(b"HTTP/1.1 501")
+
+
+def test_a_bare_port_binds_to_loopback(endpoint):
+    e = endpoint(application_server="0")
+    assert e.queries.server.address[0] == "127.0.0.1"
+
+
+def _wait(condition, seconds=30.0):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
