@@ -46,7 +46,8 @@ class GraphBuilder:
         """Register the store of a new ``step`` (a node prefix); names are unique."""
         if store.name in self.stores:
             what = "store name" if user_named else "internal store"
-            owner = next(n.name for n in self.nodes.values() if store.name in n.stores)
+            owner = next((n.name for n in self.nodes.values() if store.name in n.stores),
+                         "a store added with add_state_store()")
             raise TopologyError(f"{what} {store.name!r} of a new {step} step is already the store of "
                                 f"{owner}; store names must be unique")
         self.stores[store.name] = store
