@@ -1,0 +1,86 @@
+"""User processors through Spark: a ``process``/``process_values`` topology with a store
+and both kinds of punctuation gives the driver's results over several micro-batches and
+a restart; its store is queryable like a DSL store."""
+from __future__ import annotations
+
+from streamlib import Consumed, FixedKeyProcessor, Processor, Produced, PunctuationType, Record, Serdes, Stores, \
+    StreamsBuilder
+from both_engines import Input, run_driver
+from engine import Workspace
+
+S, L = Serdes.string(), Serdes.long()
+TICK_MS = 100
+
+
+class CountAndTick(Processor):
+    """Counts records per key in ``counts``; every 100 ms of stream time forwards each
+    key's count (to ``ticks``); at every wall-clock punctuation records the time it
+    fired at (to ``wall``)."""
+
+    def init(self, context):
+        self.context = context
+        self.counts = context.get_state_store("counts")
+        context.schedule(TICK_MS, PunctuationType.STREAM_TIME, self.stream_tick)
+        context.schedule(1, PunctuationType.WALL_CLOCK_TIME, self.wall_tick)
+
+    def process(self, record):
+        count = (self.counts.get(record.key) or 0) + 1
+        self.counts.put(record.key, count)
+        self.context.forward(record.with_value(str(count)), "counted")
+
+    def stream_tick(self, time):
+        for key, count in self.counts.all():
+            self.context.forward(Record(key, f"{count}@{time}", time), "ticked")
+
+    def wall_tick(self, time):
+        self.context.forward(Record("wall", str(time), max(self.context.current_stream_time_ms, 0)), "walled")
+
+
+class Tagged(FixedKeyProcessor):
+    def __init__(self, tag):
+        self.tag = tag
+
+    def process(self, record):
+        self.context.forward(record.with_value(f"{record.value}{self.tag}"))
+
+
+def topology():
+    builder = StreamsBuilder()
+    builder.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store("counts"), S, L))
+    processed = builder.stream("events", consumed=Consumed.with_(S, S)).process(CountAndTick, "counts",
+                                                                             named="count-and-tick")
+    produced = Produced.with_(S, S)
+    processed.process_values(lambda: Tagged("#"), named="counted").to("counted", produced=produced)
+    processed.process_values(lambda: Tagged(""), named="ticked").to("ticks", produced=produced)
+    processed.process_values(lambda: Tagged(""), named="walled").to("wall", produced=produced)
+    return builder.build()
+
+
+def records(start: int, n: int) -> list[tuple]:
+    return [(f"k{i % 3}", "v", start + 37 * i) for i in range(n)]
+
+
+def test_process_topology_matches_the_driver_across_batches_and_a_restart(spark, tmp_path):
+    workspace = Workspace(tmp_path)
+    first, second = records(0, 30), records(30 * 37, 25)
+    outputs = {topic: (S, S) for topic in ("counted", "ticks")}
+    driver = run_driver(topology(), [Input("events", first + second)], outputs,
+                        workspace.config(cache_max_bytes=0))
+    runs = 0
+    for batch in (first, second):   # two starts of the application: a restart in between
+        workspace.produce("events", batch, partitions=1)
+        app = workspace.run(spark, topology(), max_records_per_batch=7, cache_max_bytes=0)
+        runs += 1
+        try:
+            stored = dict(app.store("counts").all())
+        finally:
+            app.stop()
+    assert stored == driver.stores["counts"] == {"k0": 19, "k1": 18, "k2": 18}
+    for topic in outputs:
+        sparked = workspace.read(topic, S, S)
+        assert sparked == [(k, v, ts) for k, v, ts, _ in driver.outputs[topic]], topic
+    ticks = workspace.read("ticks", S, S)
+    assert len({(k, ts) for k, _, ts in ticks}) == len(ticks)   # each punctuation once
+    # wall-clock punctuations: at batch boundaries, each at a later time than the last
+    wall = [int(v) for _, v, _ in workspace.read("wall", S, S)]
+    assert len(wall) >= 2 * runs and wall == sorted(set(wall))
