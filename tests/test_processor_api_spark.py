@@ -3,8 +3,10 @@ and both kinds of punctuation gives the driver's results over several micro-batc
 a restart; its store is queryable like a DSL store."""
 from __future__ import annotations
 
+import time
+
 from streamlib import Consumed, FixedKeyProcessor, Processor, Produced, PunctuationType, Record, Serdes, Stores, \
-    StreamsBuilder
+    Streams, StreamsBuilder
 from both_engines import Input, run_driver
 from engine import Workspace
 
@@ -84,3 +86,57 @@ def test_process_topology_matches_the_driver_across_batches_and_a_restart(spark,
     # wall-clock punctuations: at batch boundaries, each at a later time than the last
     wall = [int(v) for _, v, _ in workspace.read("wall", S, S)]
     assert len(wall) >= 2 * runs and wall == sorted(set(wall))
+
+
+class WallClockOnly(Processor):
+    """Forwards each wall-clock punctuation's time (to ``wall``)."""
+
+    def init(self, context):
+        self.context = context
+        context.schedule(1, PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+    def process(self, record):
+        pass
+
+    def tick(self, time):
+        self.context.forward(Record("wall", str(time), 0))
+
+
+def wall_topology():
+    builder = StreamsBuilder()
+    (builder.stream("events", consumed=Consumed.with_(S, S)).process(WallClockOnly)
+     .to("wall", produced=Produced.with_(S, S)))
+    return builder.build()
+
+
+def test_wall_clock_punctuators_fire_without_input_while_running(spark, tmp_path):
+    workspace = Workspace(tmp_path)
+    workspace.produce("events", records(0, 3), partitions=1)
+    app = Streams(wall_topology(), workspace.config(commit_interval=200), spark=spark)
+
+    def punctuations() -> int:
+        return len(workspace.read("wall", S, S))
+
+    app.start()
+    try:
+        _wait_for(lambda: app.metrics()["records_in"] == 3 and punctuations() >= 1, app)
+        first = punctuations()
+        # no input arrives any more; batches (and punctuations) go on
+        _wait_for(lambda: punctuations() >= first + 3, app)
+    finally:
+        app.stop()
+    # the same application then processes what is available and returns (its clock is frozen)
+    workspace.produce("events", records(1000, 2), partitions=1)
+    before = punctuations()
+    rerun = workspace.run(spark, wall_topology())
+    rerun.stop()
+    assert rerun.metrics()["records_in"] == 2
+    assert punctuations() > before   # its batch punctuated too
+
+
+def _wait_for(condition, app, timeout: float = 240.0) -> None:
+    deadline = time.time() + timeout
+    while not condition():
+        assert app.is_running, app._query.exception()
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.2)
