@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import time
 
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
 from streamlib import Consumed, FixedKeyProcessor, Processor, Produced, PunctuationType, Record, Serdes, Stores, \
     Streams, StreamsBuilder
 from both_engines import Input, run_driver
@@ -68,24 +71,51 @@ def test_process_topology_matches_the_driver_across_batches_and_a_restart(spark,
     outputs = {topic: (S, S) for topic in ("counted", "ticks")}
     driver = run_driver(topology(), [Input("events", first + second)], outputs,
                         workspace.config(cache_max_bytes=0))
-    runs = 0
-    for batch in (first, second):   # two starts of the application: a restart in between
+    for run, batch in enumerate((first, second)):   # a restart in between, from the changelogs
         workspace.produce("events", batch, partitions=1)
         app = workspace.run(spark, topology(), max_records_per_batch=7, cache_max_bytes=0)
-        runs += 1
         try:
             stored = dict(app.store("counts").all())
         finally:
             app.stop()
+        if run == 0:
+            app.cleanup()   # local state lost: stores and punctuation schedules are restored
     assert stored == driver.stores["counts"] == {"k0": 19, "k1": 18, "k2": 18}
-    for topic in outputs:
-        sparked = workspace.read(topic, S, S)
-        assert sparked == [(k, v, ts) for k, v, ts, _ in driver.outputs[topic]], topic
+    assert app.metrics()["restored_records"] > 0
+    assert_same_outputs(workspace, driver, outputs)
     ticks = workspace.read("ticks", S, S)
     assert len({(k, ts) for k, _, ts in ticks}) == len(ticks)   # each punctuation once
     # wall-clock punctuations: at batch boundaries, each at a later time than the last
     wall = [int(v) for _, v, _ in workspace.read("wall", S, S)]
-    assert len(wall) >= 2 * runs and wall == sorted(set(wall))
+    assert len(wall) >= 2 and wall == sorted(set(wall))
+
+
+def assert_same_outputs(workspace, driver, outputs) -> None:
+    for topic in outputs:
+        sparked = workspace.read(topic, S, S)
+        assert sparked == [(k, v, ts) for k, v, ts, _ in driver.outputs[topic]], topic
+
+
+# no shrinking: each step would be another Spark run; the failing example is printed as is
+@settings(max_examples=2, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(events=st.lists(st.tuples(st.sampled_from(["k0", "k1", "k2", "k3"]), st.just("v"),
+                                 st.integers(0, 600)), min_size=1, max_size=40),
+       per_batch=st.integers(2, 15), cached=st.booleans())
+def test_spark_matches_the_driver_on_random_inputs(spark, tmp_path_factory, events, per_batch, cached):
+    """The Spark-vs-driver property for user processors: a store, stream-time punctuation
+    (out-of-order timestamps included) and process_values, over micro-batches of random size."""
+    workspace = Workspace(tmp_path_factory.mktemp("procapi"))
+    outputs = {topic: (S, S) for topic in ("counted", "ticks")}
+    driver = run_driver(topology(), [Input("events", events)], outputs, workspace.config(cache_max_bytes=0))
+    workspace.produce("events", events, partitions=1)
+    app = workspace.run(spark, topology(), max_records_per_batch=per_batch,
+                        cache_max_bytes=10_000 if cached else 0)
+    try:
+        assert dict(app.store("counts").all()) == driver.stores["counts"]
+    finally:
+        app.stop()
+    assert_same_outputs(workspace, driver, outputs)
 
 
 class WallClockOnly(Processor):

@@ -138,7 +138,6 @@ class UserProcessorNode(Processor):
         save its punctuators' next due times."""
         if self.user is not None:
             self._call(self.user.close, None, "close")
-            self.user = None
         stream_time = self.context.stream_time
         for name in self.node.stores:
             typed = self.context.stores[name]
