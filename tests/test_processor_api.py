@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from streamlib import (Consumed, FixedKeyProcessor, Processor, PunctuationType, Record, Serdes, Stores,
+from streamlib import (Consumed, FixedKeyProcessor, Materialized, Processor, PunctuationType, Record, Serdes, Stores,
                        StreamsBuilder, TopologyError, Window, Windowed)
 from streamlib.processors import ProcessingError
 from streamlib.runtime.task import Task
@@ -108,6 +108,11 @@ def test_unknown_store_and_wrong_builder_fail_at_build():
         Stores.window_store_builder(Stores.persistent_key_value_store("kv"))
     with pytest.raises(TopologyError, match="at most the retention period"):
         Stores.persistent_window_store("w", retention_period=10, window_size=20)
+    builder = StreamsBuilder()
+    builder.global_table("products", materialized=Materialized.as_("products-store"))
+    _stream(builder).process(Processor, "products-store", named="p")
+    with pytest.raises(TopologyError, match="p: 'products-store' is a global table's store"):
+        builder.build()
     builder = StreamsBuilder()
     builder.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store("s")))
     with pytest.raises(TopologyError, match="store name 's'"):
@@ -284,3 +289,47 @@ def test_punctuators_fire_once_per_interval_across_restarts_and_re_runs(tmp_path
     assert _task_run(topology, tmp_path, 3, [(2, ("k", "v", 19))], wall_clock=1800) == []
     assert _task_run(topology, tmp_path, 4, [(3, ("k", "v", 20))], wall_clock=2500) == [
         (b"stream", b"20", 20), (b"wall", b"2501", 20)]
+
+
+def test_a_user_stores_changelog_topic_gets_the_builders_configs(tmp_path):
+    from streamlib.preflight import prepare_changelogs
+    from streamlib.topics import open_backend
+
+    builder = StreamsBuilder()
+    builder.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store("seen"))
+                            .with_logging_enabled({"retention.ms": 86_400_000, "min.insync.replicas": "2"}))
+    builder.add_state_store(Stores.key_value_store_builder(Stores.persistent_key_value_store("scratch"))
+                            .with_logging_disabled())
+    _stream(builder).process(Processor, "seen", "scratch")
+    topology = builder.build()
+    backend = open_backend(f"local://{tmp_path}")
+    cfg = config(bootstrap=f"local://{tmp_path}", checkpoint_location=str(tmp_path / "checkpoint"))
+    prepare_changelogs(topology, cfg, backend, {0: 2})
+    info = backend.describe_topic(cfg.changelog_topic("seen"))
+    assert info.partitions == 2
+    assert info.config == {"cleanup.policy": "compact", "min.insync.replicas": "2", "retention.ms": "86400000"}
+    assert cfg.changelog_topic("scratch") not in backend.list_topics()
+
+
+def test_a_processor_reads_a_tables_store():
+    class Enrich(Processor):
+        def init(self, context):
+            self.context = context
+            self.prices = context.get_state_store("prices-store")
+
+        def process(self, record):
+            self.context.forward(record.with_value(f"{record.value}@{self.prices.get(record.key)}"))
+
+    builder = StreamsBuilder()
+    builder.table("prices", consumed=Consumed.with_(S, S), materialized=Materialized.as_("prices-store"))
+    _stream(builder).process(Enrich, "prices-store").to(OUTPUT)
+    topology = builder.build()
+    assert len(topology.subtopologies) == 1
+    with driver_for(topology) as driver:
+        prices = driver.create_input_topic("prices", S, S)
+        orders = driver.create_input_topic(INPUT, S, S)
+        orders.pipe_input("apple", "o1", 1)
+        prices.pipe_input("apple", "3", 2)
+        orders.pipe_input("apple", "o2", 3)
+        assert kvt(driver.create_output_topic(OUTPUT, S, S).read_records_to_list()) == [
+            ("apple", "o1@None", 1), ("apple", "o2@3", 3)]

@@ -139,5 +139,9 @@ def connect_user_stores(graph: GraphBuilder) -> None:
     for node in graph.nodes.values():
         if node.kind in ("process", "process_values"):
             known = [graph.stores[name] for name in node.stores if name in graph.stores]
+            for d in known:
+                if d.global_topic:
+                    raise TopologyError(f"{node.name}: {d.name!r} is a global table's store; a processor "
+                                        "uses stores of its own task (join the global table instead)")
             node.params["store_kinds"] = {d.name: d.kind for d in known}
             node.params["retention"] = {d.name: d.retention_ms for d in known if d.kind in ("window", "session")}

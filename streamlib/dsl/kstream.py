@@ -154,7 +154,8 @@ class KStream:
         from them, so no repartition follows it."""
         return self._process("process_values", "KSTREAM-PROCESSVALUES", processor_supplier, store_names, named)
 
-    def _process(self, kind: str, prefix: str, supplier: Any, store_names: tuple, named: Optional[str]) -> "KStream":
+    def _process(self, kind: str, prefix: str, supplier: Any, store_names: tuple,
+                 named: Optional[str]) -> "KStream":
         if supplier is None:
             raise TypeError(f"{kind}(): processor_supplier can't be null")
         if any(not isinstance(name, str) for name in store_names):
