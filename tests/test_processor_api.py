@@ -333,3 +333,37 @@ def test_a_processor_reads_a_tables_store():
         orders.pipe_input("apple", "o2", 3)
         assert kvt(driver.create_output_topic(OUTPUT, S, S).read_records_to_list()) == [
             ("apple", "o1@None", 1), ("apple", "o2@3", 3)]
+
+
+def test_an_idle_task_punctuates_when_moved_to_the_applications_stream_time(tmp_path):
+    """Under Spark a task whose partitions got nothing is advanced to the application's
+    stream time at the batch boundary: its stream-time punctuators fire then."""
+
+    class Ticks(Processor):
+        def init(self, context):
+            self.context = context
+            context.schedule(10, PunctuationType.STREAM_TIME, self.tick)
+
+        def tick(self, time):
+            self.context.forward(Record("tick", str(time), time))
+
+        def process(self, record):
+            pass
+
+    builder = StreamsBuilder()
+    _stream(builder).process(Ticks).to(OUTPUT)
+    topology = builder.build()
+    cfg = config(state_dir=str(tmp_path), cache_max_bytes=0)
+    task = Task(topology, topology.subtopologies[0], 0, cfg)
+    stores = open_task_stores(str(tmp_path / "task"), task.store_specs())
+    ticks = []
+    try:
+        for batch, stream_time, records in [(1, -1, [(0, 5)]), (2, 25, []), (3, 25, [])]:
+            task.begin(stores, batch, stream_time)   # batches 2 and 3: no records of its own
+            for offset, ts in records:
+                task.process(INPUT, 0, offset, ts, b"k", b"v")
+            task.commit()
+            ticks.append([ts for _, _, ts, _, _, _ in task.take_output()])
+        assert ticks == [[5], [25], []]
+    finally:
+        stores.close()
