@@ -123,9 +123,9 @@ def connect_supplier_stores(graph: GraphBuilder, supplier: Any) -> tuple[str, ..
     """The names of the stores a processor supplier provides itself (its ``stores()``,
     Kafka's ``ConnectedStoreProvider``), added to the graph unless the same store is
     there already (a supplier used twice)."""
-    from ..processors.api import connected_stores
+    stores = getattr(supplier, "stores", None)   # a class's would need an instance: not a provider
     names = []
-    for store_builder in connected_stores(supplier):
+    for store_builder in (stores() or ()) if callable(stores) and not isinstance(supplier, type) else ():
         known = graph.stores.get(store_builder.name)
         if known is None or known != store_builder.build():
             add_store_builder(graph, store_builder)

@@ -136,14 +136,6 @@ def make_processor(supplier: Any, node: str) -> Processor:
     return processor
 
 
-def connected_stores(supplier: Any) -> list:
-    """The store builders a supplier names with ``stores()`` (none if it has no such method)."""
-    stores = getattr(supplier, "stores", None)
-    if stores is None or isinstance(supplier, type):
-        return []
-    return list(stores() or ())
-
-
 def record_metadata(record: Optional[Record]) -> Optional[RecordMetadata]:
     """The metadata of ``record``, None outside ``process`` (punctuation, like Kafka)."""
     if record is None or record.offset < 0:
