@@ -4,8 +4,8 @@ interfaces, in snake_case, over the task's typed stores (the same ones DSL opera
 use, so a store is change-logged, restored, rolled back with a re-run batch and
 queried exactly like theirs).
 
-Writes carry the timestamp of the record being processed (in a punctuator: the time it
-fired at) into the changelog, as Kafka's timestamped stores do.
+Writes carry the timestamp of the record being processed (in a punctuator: the task's
+stream time) into the changelog, as Kafka's timestamped stores do.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..windows import Window, Windowed
 from .stores import SessionStore, TimestampedKeyValueStore, TimestampedWindowStore
 from .stores.versioned import VersionedKeyValueStore
 
-#: the timestamp a write carries: the current record's, or the punctuation time
+#: the timestamp a write carries: the current record's, or the task's stream time
 Now = Callable[[], int]
 
 
