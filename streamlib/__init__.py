@@ -6,7 +6,10 @@ from typing import Any
 from .config import StreamsConfig
 from .dsl import (BranchedKStream, Consumed, GlobalKTable, Grouped, Joined, KGroupedStream, KGroupedTable, KStream,
                   KTable, Materialized, Produced, Repartitioned, StreamsBuilder, Suppressed)
+from .processor_api import (FixedKeyProcessor, FixedKeyRecord, Processor, ProcessorSupplier, PunctuationType,
+                            Record)
 from .serdes import Serde, Serdes
+from .stores import Stores
 from .testing import TestRecord, TopologyTestDriver
 from .topology import Topology, TopologyError
 from .windows import (EmitStrategy, JoinWindows, SessionWindows, SlidingWindows, TimeWindows, Window,
@@ -28,4 +31,5 @@ __all__ = ["StreamsBuilder", "Topology", "TopologyError", "Streams", "StreamsCon
            "KTable", "GlobalKTable", "KGroupedStream", "KGroupedTable", "BranchedKStream", "Serde", "Serdes",
            "Consumed", "Produced", "Grouped", "Materialized", "Joined", "Suppressed", "Repartitioned",
            "TopologyTestDriver", "TestRecord", "Window", "Windowed", "TimeWindows", "SlidingWindows",
-           "SessionWindows", "JoinWindows", "EmitStrategy"]
+           "SessionWindows", "JoinWindows", "EmitStrategy", "Processor", "FixedKeyProcessor", "ProcessorSupplier",
+           "PunctuationType", "Record", "FixedKeyRecord", "Stores"]

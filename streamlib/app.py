@@ -77,8 +77,10 @@ class Streams:
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
-        """Start processing continuously, one micro-batch per ``commit_interval``."""
-        self._start(trigger={"processingTime": f"{self.config.commit_interval_ms} milliseconds"})
+        """Start processing continuously, one micro-batch per ``commit_interval`` (with user
+        processors, also without input: their wall-clock punctuators fire on time)."""
+        self._start(trigger={"processingTime": f"{self.config.commit_interval_ms} milliseconds"},
+                    clock_ms=self.config.commit_interval_ms)
 
     def process_available(self) -> None:
         """Process everything available now (in batches of at most
@@ -151,19 +153,20 @@ class Streams:
     def is_running(self) -> bool:
         return self._query is not None and self._query.isActive
 
-    def _start(self, trigger: dict) -> None:
+    def _start(self, trigger: dict, clock_ms: int = 0) -> None:
         if self._query is not None:
             raise RuntimeError("the application is already running")
         # Before anything is written: one instance per application, fixed task counts.
         self._instance.acquire()
         try:
-            self._start_query(trigger)
+            self._start_query(trigger, clock_ms)
         except BaseException:
             self._instance.release()
             raise
 
-    def _start_query(self, trigger: dict) -> None:
+    def _start_query(self, trigger: dict, clock_ms: int = 0) -> None:
         from .spark.checkpoint_files import local_checkpoint_logs
+        from .spark.clock import needs_clock, with_clock
         from .spark.compiler import BatchPlan
         from .spark.shipping import ship_user_modules
         from .spark.source import BackendSpec
@@ -184,7 +187,10 @@ class Streams:
         self._input_backend = None if kafka_source.is_kafka(self.config.bootstrap) else backend
         prepare_changelogs(self.topology, self.config, backend,
                            {stage.sub.id: stage.plan.num_partitions for stage in self._plan.stages})
-        writer = (self._source_stream(backend).writeStream
+        stream = self._source_stream(backend)
+        if needs_clock(self.topology):   # batches without input, for wall-clock punctuators
+            stream = with_clock(stream, clock_ms)
+        writer = (stream.writeStream
                   .queryName(self.config.application_id)
                   .option("checkpointLocation", self._checkpoint)
                   .foreachBatch(self._run_batch)

@@ -64,6 +64,9 @@ class NodeKind:
     time_aware: bool = False
     #: a Spark ``Column`` expression: has no processor, runs only through Spark
     spark_only: bool = False
+    #: keeps task state of its own (a user processor's punctuation schedule): its
+    #: sub-topology's tasks keep state even without stores
+    task_state: bool = False
     #: the store kinds (``StoreDef.kind``) its nodes may use, owned or looked up
     stores: tuple[str, ...] = ()
     #: whether the table a node of this kind makes is materialized in Kafka Streams'
@@ -157,3 +160,10 @@ FK_SUBSCRIPTION_JOIN = NodeKind("fk_subscription_join", stores=("raw",) + TABLE_
 FK_FOREIGN_CHANGE = NodeKind("fk_foreign_change", stores=("raw",))
 FK_LEFT_REPLICA = NodeKind("fk_left_replica", stores=("kv",))
 FK_RESPONSE_JOIN = NodeKind("fk_response_join", stores=("kv",))
+
+# -- the Processor API ----------------------------------------------------------------------
+#: ``KStream.process``: a user processor, with any kind of store it is connected to
+PROCESS = NodeKind("process", time_aware=True, task_state=True, stores=("kv", "window", "session", "versioned"))
+#: ``KStream.process_values``: the same, keys unchanged
+PROCESS_VALUES = NodeKind("process_values", time_aware=True, task_state=True,
+                          stores=("kv", "window", "session", "versioned"))

@@ -50,7 +50,8 @@ def prepare_changelogs(topology: Topology, config: StreamsConfig, backend, tasks
                         f"{config.resolved_checkpoint_location()} has progress; the store cannot be "
                         f"restored. To reprocess from the beginning run: {hint}") from None
                 if tasks is not None:
-                    backend.create_topic(topic, tasks, {"cleanup.policy": "compact"}, exist_ok=True)
+                    configs = {"cleanup.policy": "compact", **dict(topology.stores[store].changelog_config)}
+                    backend.create_topic(topic, tasks, configs, exist_ok=True)
                 continue
             if tasks is not None and partitions != tasks:
                 raise PartitionCountMismatch(

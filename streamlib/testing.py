@@ -257,10 +257,12 @@ class TopologyTestDriver:
                 if topic in task.sources:
                     self._run(task, lambda: task.process(topic, 0, offset, ts, key, value, headers))
 
-    def _run(self, task: Task, work) -> None:
-        """One commit of ``task`` around ``work``; its output recorded and written on."""
+    def _run(self, task: Task, work, wall_clock: Optional[int] = None) -> None:
+        """One commit of ``task`` around ``work``; its output recorded and written on.
+        Processors start it at ``wall_clock`` (default: the driver's clock)."""
         self._batch += 1
-        task.begin(self._stores.get(task.task_id), self._batch)
+        task.begin(self._stores.get(task.task_id), self._batch,
+                   wall_clock=self._wall_clock if wall_clock is None else wall_clock)
         work()
         task.commit()
         for out_topic, _, out_ts, out_key, out_value, out_headers in task.take_output():
@@ -302,10 +304,12 @@ class TopologyTestDriver:
                 if queryable_kind(d.kind)}
 
     def advance_wall_clock_time(self, duration: Duration) -> None:
-        """Move the wall clock forward and fire the wall-clock timers now due."""
+        """Move the wall clock forward and fire the wall-clock timers now due (tasks
+        start at the clock before the move: a processor's first schedule counts from it)."""
+        before = self._wall_clock
         self._wall_clock += to_millis(duration)
         for task in self._tasks:
-            self._run(task, lambda: task.punctuate_wall_clock(self._wall_clock))
+            self._run(task, lambda: task.punctuate_wall_clock(self._wall_clock), wall_clock=before)
         self._process_pending()
 
     def metrics(self) -> dict[str, Any]:

@@ -62,6 +62,8 @@ class StoreDef:
     retain_duplicates: bool = False
     #: global tables only: the topic every task's replica of the store is read from
     global_topic: Optional[str] = None
+    #: topic configs of the changelog topic beyond ``cleanup.policy=compact``
+    changelog_config: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -73,10 +75,12 @@ class SubTopology:
     source_topics: list[str]
     repartition_inputs: list[str]
     stores: list[str]
+    #: a node keeps task state without a store (``NodeKind.task_state``)
+    task_state: bool = False
 
     @property
     def stateful(self) -> bool:
-        return bool(self.stores)
+        return bool(self.stores) or self.task_state
 
     @property
     def input_topics(self) -> list[str]:
@@ -270,7 +274,7 @@ class Topology:
                     counts[node.params["topics"][0]] = node.params["num_partitions"]
             if not sub.stateful or len(set(counts.values())) <= 1:
                 continue
-            node = next(name for name in sub.nodes if self.nodes[name].stores)
+            node = next(name for name in sub.nodes if self.nodes[name].stores or self.nodes[name].spec.task_state)
             listed = ", ".join(f"{topic!r} ({n} partitions)" for topic, n in counts.items())
             raise TopologyError(
                 f"{node}: its input topics are not co-partitioned: {listed}; give them the same "
@@ -338,5 +342,6 @@ def _split(nodes: dict[str, Node], stores: dict[str, StoreDef]) -> list[SubTopol
         external = [t for s in sources if not s.params.get("internal") for t in s.params["topics"]]
         internal = [t for s in sources if s.params.get("internal") for t in s.params["topics"]]
         sub_stores = sorted({s for m in members for s in nodes[m].stores})
-        subs.append(SubTopology(index, members, external, internal, sub_stores))
+        subs.append(SubTopology(index, members, external, internal, sub_stores,
+                                any(nodes[m].spec.task_state for m in members)))
     return subs

@@ -20,9 +20,9 @@ def test_planned_end_reads_one_sources_offsets_from_sparks_log(tmp_path):
     offsets = tmp_path / "offsets"
     offsets.mkdir()
     (offsets / "7").write_text('v1\n{"batchWatermarkMs":0}\n{"events":{"0":4,"1":2}}')
-    (offsets / "8").write_text('v1\n{"batchWatermarkMs":0}\n{"a":{"0":1}}\n{"b":{"0":1}}')
+    (offsets / "8").write_text('v1\n{"batchWatermarkMs":0}\n{"a":{"0":1}}\n{"tick":3}')
     assert planned_end(str(tmp_path), 7) == {"events": {"0": 4, "1": 2}}
-    assert planned_end(str(tmp_path), 8) is None     # two sources: not ours alone
+    assert planned_end(str(tmp_path), 8) == {"a": {"0": 1}}     # ours, then the clock
     assert planned_end(str(tmp_path), 9) is None
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from ..topology import Topology, TopologyError
 from .global_table import GlobalKTable, add_global_table
@@ -83,8 +83,22 @@ class StreamsBuilder:
         self._topics_read.add(topic)
         return add_global_table(self._graph, topic, consumed, materialized)
 
+    def add_state_store(self, store_builder: Any) -> None:
+        """Add a store for user processors (Kafka's ``addStateStore``): a builder from
+        :class:`streamlib.Stores`; ``KStream.process(supplier, name)`` connects it.
+
+        Examples
+        --------
+        >>> from streamlib import Serdes, Stores, StreamsBuilder
+        >>> builder = StreamsBuilder()
+        >>> builder.add_state_store(Stores.key_value_store_builder(
+        ...     Stores.persistent_key_value_store("totals"), Serdes.string(), Serdes.long()))
+        """
+        add_store_builder(self._graph, store_builder)
+
     def build(self) -> Topology:
         """Freeze the graph into a :class:`Topology` (checks it, splits sub-topologies)."""
+        connect_user_stores(self._graph)
         return self._graph.build()
 
     def _source(self, topics: list[str], consumed: Consumed) -> str:
@@ -95,3 +109,39 @@ class StreamsBuilder:
         return self._graph.add("KSTREAM-SOURCE", "source", [], name=consumed.name, topics=topics,
                                key_serde=consumed.key_serde, value_serde=consumed.value_serde,
                                timestamp_extractor=consumed.timestamp_extractor)
+
+
+def add_store_builder(graph: GraphBuilder, store_builder: Any) -> None:
+    """Add the store of a ``Stores`` builder (refusing a name another store has)."""
+    build = getattr(store_builder, "build", None)
+    if build is None:
+        raise TypeError(f"add_state_store() takes a builder from Stores, not {store_builder!r}")
+    graph.add_store(build(), user_named=True, step="add_state_store")
+
+
+def connect_supplier_stores(graph: GraphBuilder, supplier: Any) -> tuple[str, ...]:
+    """The names of the stores a processor supplier provides itself (its ``stores()``,
+    Kafka's ``ConnectedStoreProvider``), added to the graph unless the same store is
+    there already (a supplier used twice)."""
+    stores = getattr(supplier, "stores", None)   # a class's would need an instance: not a provider
+    names = []
+    for store_builder in (stores() or ()) if callable(stores) and not isinstance(supplier, type) else ():
+        known = graph.stores.get(store_builder.name)
+        if known is None or known != store_builder.build():
+            add_store_builder(graph, store_builder)
+        names.append(store_builder.name)
+    return tuple(names)
+
+
+def connect_user_stores(graph: GraphBuilder) -> None:
+    """Tell each user processor node the kinds and retention of its stores, which may
+    have been added after it (``process()`` before ``add_state_store()``)."""
+    for node in graph.nodes.values():
+        if node.kind in ("process", "process_values"):
+            known = [graph.stores[name] for name in node.stores if name in graph.stores]
+            for d in known:
+                if d.global_topic:
+                    raise TopologyError(f"{node.name}: {d.name!r} is a global table's store; a processor "
+                                        "uses stores of its own task (join the global table instead)")
+            node.params["store_kinds"] = {d.name: d.kind for d in known}
+            node.params["retention"] = {d.name: d.retention_ms for d in known if d.kind in ("window", "session")}

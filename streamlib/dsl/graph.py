@@ -30,11 +30,12 @@ class GraphBuilder:
         return name
 
     def add(self, prefix: str, kind: Union[NodeKind, str], parents: list[str], name: Optional[str] = None,
-            stores: tuple[str, ...] = (), **params: Any) -> str:
-        """Add a node of ``kind`` (a spec or its name) and return its name."""
+            stores: tuple[str, ...] = (), numbered: bool = True, **params: Any) -> str:
+        """Add a node of ``kind`` (a spec or its name) and return its name. A node named
+        by the user takes a number too, unless not ``numbered`` (Kafka's ``process``)."""
         kind = kind.name if isinstance(kind, NodeKind) else kind
         node_name = name or self.next_name(prefix)
-        if name is not None:
+        if name is not None and numbered:
             self._index += 1
         if node_name in self.nodes:
             raise TopologyError(f"a processor named {node_name!r} already exists")
@@ -45,7 +46,8 @@ class GraphBuilder:
         """Register the store of a new ``step`` (a node prefix); names are unique."""
         if store.name in self.stores:
             what = "store name" if user_named else "internal store"
-            owner = next(n.name for n in self.nodes.values() if store.name in n.stores)
+            owner = next((n.name for n in self.nodes.values() if store.name in n.stores),
+                         "a store added with add_state_store()")
             raise TopologyError(f"{what} {store.name!r} of a new {step} step is already the store of "
                                 f"{owner}; store names must be unique")
         self.stores[store.name] = store

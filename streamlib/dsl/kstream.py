@@ -128,6 +128,46 @@ class KStream:
         """Route each record to the first branch whose predicate matches."""
         return BranchedKStream(self, name or "")
 
+    # -- the Processor API -----------------------------------------------------------------
+    def process(self, processor_supplier: Any, *store_names: str, named: Optional[str] = None) -> "KStream":
+        """Run a user processor on every record (Kafka's ``process(ProcessorSupplier,
+        storeNames...)``): ``processor_supplier`` is a ``streamlib.Processor`` subclass, a
+        function returning one, or a ``ProcessorSupplier``; ``store_names`` are the stores
+        (``StreamsBuilder.add_state_store``) it may use. The processor may change keys,
+        so a step that needs co-partitioned keys repartitions after it.
+
+        Examples
+        --------
+        >>> from streamlib import Processor, StreamsBuilder
+        >>> class Length(Processor):
+        ...     def process(self, record):
+        ...         self.context.forward(record.with_value(len(record.value)))
+        >>> builder = StreamsBuilder()
+        >>> builder.stream("words").process(Length, named="length").to("lengths")
+        """
+        return self._process("process", "KSTREAM-PROCESSOR", processor_supplier, store_names, named)
+
+    def process_values(self, processor_supplier: Any, *store_names: str,
+                       named: Optional[str] = None) -> "KStream":
+        """Like :meth:`process`, for a processor that may not change keys (Kafka's
+        ``processValues``): it gets ``FixedKeyRecord`` s and may forward only records made
+        from them, so no repartition follows it."""
+        return self._process("process_values", "KSTREAM-PROCESSVALUES", processor_supplier, store_names, named)
+
+    def _process(self, kind: str, prefix: str, supplier: Any, store_names: tuple,
+                 named: Optional[str]) -> "KStream":
+        if supplier is None:
+            raise TypeError(f"{kind}(): processor_supplier can't be null")
+        if any(not isinstance(name, str) for name in store_names):
+            raise TypeError(f"{kind}(): store names must be strings, got {list(store_names)}")
+        from .builder import connect_supplier_stores
+        stores = tuple(dict.fromkeys(store_names + connect_supplier_stores(self._graph, supplier)))
+        fixed_key = kind == "process_values"
+        node = self._graph.add(prefix, kind, [self._node], name=named, stores=stores, numbered=False,
+                               supplier=supplier)
+        return KStream(self._graph, node, self.key_serde if fixed_key else None, None,
+                       self._repartition_required or not fixed_key)
+
     # -- sinks and repartitioning -----------------------------------------------------------
     def to(self, topic: str, produced: Optional[Produced] = None) -> None:
         """Write every record to ``topic``."""

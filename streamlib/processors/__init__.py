@@ -26,6 +26,7 @@ from .suppress import SuppressProcessor
 from .table_joins import TableJoinMergeProcessor, TableJoinProcessor
 from .tables import (TableFilterProcessor, TableMapValuesProcessor, TableSelectProcessor,
                      TableSourceProcessor)
+from .user import UserProcessorNode
 from .versioned_join import VersionedStreamTableJoinProcessor, VersionedTableUpdateProcessor
 from .windowed import TimeWindowAggregateProcessor
 

@@ -29,11 +29,34 @@ class Record:
     def with_value(self, value: Any) -> "Record":
         return Record(self.key, value, self.timestamp, self.headers, self.topic, self.partition, self.offset)
 
+    def with_key(self, key: Any) -> "Record":
+        return Record(key, self.value, self.timestamp, self.headers, self.topic, self.partition, self.offset)
+
+    def with_timestamp(self, timestamp: int) -> "Record":
+        return Record(self.key, self.value, timestamp, self.headers, self.topic, self.partition, self.offset)
+
+    def with_headers(self, headers: Any) -> "Record":
+        """A copy with ``headers``: a ``dict[str, bytes]`` or ``(name, bytes)`` pairs."""
+        return Record(self.key, self.value, self.timestamp, as_headers(headers), self.topic,
+                      self.partition, self.offset)
+
     def where(self) -> str:
         return f"topic {self.topic!r} partition {self.partition} offset {self.offset}"
 
     def __repr__(self) -> str:
         return f"Record({self.key!r}, {self.value!r}, ts={self.timestamp})"
+
+
+def as_headers(headers: Any) -> Headers:
+    """Headers as records carry them, from a ``dict[str, bytes]`` or ``(name, bytes)`` pairs.
+
+    >>> as_headers({"a": b"1"}), as_headers([("a", b"1")])
+    ((('a', b'1'),), (('a', b'1'),))
+    """
+    if isinstance(headers, tuple) and all(isinstance(h, tuple) for h in headers):
+        return headers
+    pairs = headers.items() if isinstance(headers, dict) else headers or ()
+    return tuple((str(name), bytes(value)) for name, value in pairs)
 
 
 class Change(NamedTuple):

@@ -90,13 +90,17 @@ class Task:
         return self.sub.stateful
 
     # -- one batch -----------------------------------------------------------------------
-    def begin(self, stores: Any, batch_id: int, stream_time: int = -1) -> None:
+    def begin(self, stores: Any, batch_id: int, stream_time: int = -1,
+              wall_clock: Optional[int] = None) -> None:
         """Start a batch on ``stores`` (from :func:`streamlib.state.open_task_stores`,
         or ``None`` for a stateless task); ``stream_time``: the application's stream
-        time, which the task advances to before it processes anything (under Spark)."""
+        time, which the task advances to before it processes anything (under Spark);
+        ``wall_clock``: the time now (processors schedule wall-clock timers from it)."""
         self._stores = stores
         self._views = []
         context = self.context
+        if wall_clock is not None:
+            context.wall_clock_time = wall_clock
         context.output = []  # rows of a batch that failed before take_output() are void
         context.emitted = []
         context.stores = {}

@@ -25,8 +25,8 @@ DAEMON_MODULE = ("spark.python.daemon.module", "streamlib.spark.daemon")
 
 
 def register_data_sources(spark: SparkSession) -> SparkSession:
-    """Register the ``streamlib`` data source (topics reader and writer) and
-    ``streamlib-store`` (``Streams.table``) on ``spark``.
+    """Register the ``streamlib`` data source (topics reader and writer),
+    ``streamlib-store`` (``Streams.table``) and ``streamlib-clock`` on ``spark``.
 
     Registering again is harmless, so this is safe on a session made by spark-submit.
 
@@ -34,11 +34,13 @@ def register_data_sources(spark: SparkSession) -> SparkSession:
     >>> register_data_sources(spark) is spark
     True
     """
+    from streamlib.spark.clock import ClockDataSource
     from streamlib.spark.source import TopicDataSource
     from streamlib.spark.store_source import StoreDataSource
 
     spark.dataSource.register(TopicDataSource)
     spark.dataSource.register(StoreDataSource)
+    spark.dataSource.register(ClockDataSource)
     return spark
 
 

@@ -193,7 +193,7 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
         if task.stateful:
             stores = STORE_CACHE.acquire(task_dir, cache_key, lambda: open_task_stores(
                 task_dir, specs, backend=backend, **options))
-        task.begin(stores, batch_id, stream_time)
+        task.begin(stores, batch_id, stream_time, wall_clock=now_millis())
         # One pause from the rows to the commit: re-enabled in between, the collector
         # ran over everything the batch still held (its stores' read caches and pending
         # writes), ~3% of a windowed task's time.
