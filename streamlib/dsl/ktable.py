@@ -27,6 +27,9 @@ def materialize(graph: GraphBuilder, materialized: Optional[Materialized], prefi
     """Register the store behind a table and return its name (when unnamed, ``generated``
     or one made for ``prefix``; ``owner``: the existing node it is for, see
     ``GraphBuilder.internal_store_name``)."""
+    if materialized is not None and materialized.history_retention_ms is not None and prefix != "KTABLE-SOURCE":
+        raise TopologyError(f"{prefix}: Materialized.as_versioned({materialized.store_name!r}) is for a "
+                            "table read from a topic (builder.table); use Materialized.as_ here")
     named = bool(materialized and materialized.store_name)
     name = materialized.store_name if named else generated or graph.internal_store_name(prefix, owner)
     logging = materialized.logging if materialized else True
@@ -54,6 +57,8 @@ class KTable:
         self._queryable = queryable
         #: for a windowed table (keys are ``Windowed``): how its keys look on the wire
         self._windowed = windowed
+        #: a versioned table's history retention (``Materialized.as_versioned``), or None
+        self._history_ms: Optional[int] = None
 
     @property
     def query_name(self) -> Optional[str]:

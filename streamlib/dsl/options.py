@@ -104,6 +104,8 @@ class Materialized:
     caching: bool = True
     #: how long a window store keeps windows (at least the windows' size + grace)
     retention_ms: int = 0
+    #: a versioned table (``as_versioned``): how long it keeps older versions
+    history_retention_ms: Optional[int] = None
 
     def __post_init__(self) -> None:
         # Kafka's rule for names (its changelog topic is named after the store)
@@ -115,6 +117,27 @@ class Materialized:
     @staticmethod
     def as_(store_name: str) -> "Materialized":
         return Materialized(store_name)
+
+    @staticmethod
+    def as_versioned(store_name: str, history_retention: Duration) -> "Materialized":
+        """A versioned table (Kafka's ``Materialized.as(Stores.persistentVersionedKeyValueStore(
+        name, historyRetention))``) for ``builder.table``: the store queried under
+        ``store_name`` holds the latest values, and a stream–table join with a grace
+        period looks records up as of their timestamps in ``history_retention`` of the
+        table's history (at least the grace; without ``as_versioned`` the join keeps
+        exactly its grace). Updates older than the history are dropped.
+
+        Examples
+        --------
+        >>> from datetime import timedelta
+        >>> Materialized.as_versioned("customers", timedelta(hours=2)).history_retention_ms
+        7200000
+        """
+        history = to_millis(history_retention, "history_retention")
+        if history <= 0:
+            raise TopologyError(f"Materialized.as_versioned({store_name!r}): history_retention must be "
+                                f"positive, got {history_retention!r}")
+        return Materialized(store_name, history_retention_ms=history)
 
     @staticmethod
     def with_(key_serde: Optional[Serde] = None, value_serde: Optional[Serde] = None) -> "Materialized":
