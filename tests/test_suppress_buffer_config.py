@@ -11,6 +11,7 @@ from streamlib.processors.base import ProcessingError
 from streamlib.topology import TopologyError
 
 from streams_helpers import L, S, driver_for, kvt
+from windowed_helpers import SuppressOutputs
 
 BufferConfig = Suppressed.BufferConfig
 NEVER = 1 << 62
@@ -28,29 +29,19 @@ def _value_counts(suppressed: Suppressed):
     return builder
 
 
-class Scenario:
-    def __init__(self, driver):
-        self.input = driver.create_input_topic("input", S, S)
-        self.raw = driver.create_output_topic("output-raw", S, L)
-        self.suppressed = driver.create_output_topic("output-suppressed", S, L)
-
-    def drain(self):
-        return kvt(self.raw.read_records_to_list()), kvt(self.suppressed.read_records_to_list())
-
-
 FIRST_RAW = [("v1", 1, 0), ("v1", 0, 1), ("v2", 1, 1), ("v1", 1, 2)]
 
 
 def test_zero_time_limit_emits_at_once():
     """SuppressScenarioTest.shouldImmediatelyEmitEventsWithZeroEmitAfter."""
     with driver_for(_value_counts(Suppressed.until_time_limit(0, BufferConfig.unbounded()))) as driver:
-        s = Scenario(driver)
+        s = SuppressOutputs(driver)
         for k, v, ts in (("k1", "v1", 0), ("k1", "v2", 1), ("k2", "v1", 2)):
-            s.input.pipe_input(k, v, ts)
+            s.inp.pipe_input(k, v, ts)
         assert s.drain() == (FIRST_RAW, FIRST_RAW)
-        s.input.pipe_input("x", "x", 3)
+        s.inp.pipe_input("x", "x", 3)
         assert s.drain() == ([("x", 1, 3)], [("x", 1, 3)])
-        s.input.pipe_input("x", "y", 4)
+        s.inp.pipe_input("x", "y", 4)
         assert s.drain() == ([("x", 0, 4), ("y", 1, 4)], [("x", 0, 4), ("y", 1, 4)])
 
 
@@ -58,13 +49,13 @@ def test_time_limit_suppresses_intermediate_events():
     """SuppressScenarioTest.shouldSuppressIntermediateEventsWithTimeLimit: a key waits
     from its first buffered update (tick, first at 3, still waits at 4)."""
     with driver_for(_value_counts(Suppressed.until_time_limit(2, BufferConfig.unbounded()))) as driver:
-        s = Scenario(driver)
+        s = SuppressOutputs(driver)
         for k, v, ts in (("k1", "v1", 0), ("k1", "v2", 1), ("k2", "v1", 2)):
-            s.input.pipe_input(k, v, ts)
+            s.inp.pipe_input(k, v, ts)
         assert s.drain() == (FIRST_RAW, [("v1", 1, 2)])
-        s.input.pipe_input("tick", "tick", 3)
+        s.inp.pipe_input("tick", "tick", 3)
         assert s.drain() == ([("tick", 1, 3)], [("v2", 1, 1)])
-        s.input.pipe_input("tick", "tock", 4)
+        s.inp.pipe_input("tick", "tock", 4)
         assert s.drain() == ([("tick", 0, 4), ("tock", 1, 4)], [])
 
 
@@ -72,11 +63,11 @@ def test_record_limit_emits_early():
     """SuppressScenarioTest.shouldSuppressIntermediateEventsWithRecordLimit."""
     suppressed = Suppressed.until_time_limit(NEVER, BufferConfig.max_records(1).emit_early_when_full())
     with driver_for(_value_counts(suppressed)) as driver:
-        s = Scenario(driver)
+        s = SuppressOutputs(driver)
         for k, v, ts in (("k1", "v1", 0), ("k1", "v2", 1), ("k2", "v1", 2)):
-            s.input.pipe_input(k, v, ts)
+            s.inp.pipe_input(k, v, ts)
         assert s.drain() == (FIRST_RAW, [("v1", 0, 1), ("v2", 1, 1)])
-        s.input.pipe_input("x", "x", 3)
+        s.inp.pipe_input("x", "x", 3)
         assert s.drain() == ([("x", 1, 3)], [("v1", 1, 2)])
 
 
@@ -85,11 +76,11 @@ def test_record_limit_shuts_down_when_full():
     second buffered key fails the task, naming the buffer's fill."""
     suppressed = Suppressed.until_time_limit(NEVER, BufferConfig.max_records(1).shut_down_when_full())
     with driver_for(_value_counts(suppressed)) as driver:
-        s = Scenario(driver)
-        s.input.pipe_input("k1", "v1", 0)
-        s.input.pipe_input("k1", "v1", 1)          # the same key again: still one record
+        s = SuppressOutputs(driver)
+        s.inp.pipe_input("k1", "v1", 0)
+        s.inp.pipe_input("k1", "v1", 1)          # the same key again: still one record
         with pytest.raises(ProcessingError, match=r"exceeded its max capacity.*\[2/1\] records"):
-            s.input.pipe_input("k2", "v2", 2)
+            s.inp.pipe_input("k2", "v2", 2)
 
 
 def test_byte_limit():
@@ -97,16 +88,16 @@ def test_byte_limit():
     bytes hold one key; a second emits the oldest early, or shuts down."""
     early = Suppressed.until_time_limit(NEVER, BufferConfig.max_bytes(40))
     with driver_for(_value_counts(early)) as driver:
-        s = Scenario(driver)
-        s.input.pipe_input("k1", "v1", 0)
-        s.input.pipe_input("k2", "v2", 1)
+        s = SuppressOutputs(driver)
+        s.inp.pipe_input("k1", "v1", 0)
+        s.inp.pipe_input("k2", "v2", 1)
         assert s.drain()[1] == [("v1", 1, 0)]
     strict = Suppressed.until_time_limit(NEVER, BufferConfig.max_bytes(40).shut_down_when_full())
     with driver_for(_value_counts(strict)) as driver:
-        s = Scenario(driver)
-        s.input.pipe_input("k1", "v1", 0)
+        s = SuppressOutputs(driver)
+        s.inp.pipe_input("k1", "v1", 0)
         with pytest.raises(ProcessingError, match=r"bytes"):
-            s.input.pipe_input("k2", "v2", 1)
+            s.inp.pipe_input("k2", "v2", 1)
 
 
 def test_time_limit_forwards_tombstones():
