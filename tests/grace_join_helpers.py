@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, Optional
 
-from streamlib import Consumed, Joined, Produced, Serdes, StreamsBuilder
+from streamlib import Consumed, Joined, Materialized, Produced, Serdes, StreamsBuilder
 
 S = Serdes.string()
 UPDATE = "streamlib.update"
@@ -15,11 +15,13 @@ def joiner(value: Any, other: Any) -> str:
     return f"{value}⋈{other}"
 
 
-def grace_join(grace_ms: int, left: bool = False, both: bool = False):
+def grace_join(grace_ms: int, left: bool = False, both: bool = False, history_ms: Optional[int] = None):
     """``stream`` joined (or left-joined) with table ``table`` with ``grace_ms``, to
-    ``out``; with ``both``, the inner join to ``out`` and the left join to ``out-left``."""
+    ``out``; with ``both``, the inner join to ``out`` and the left join to ``out-left``;
+    with ``history_ms``, the table is versioned with that history retention."""
     builder = StreamsBuilder()
-    table = builder.table("table", consumed=Consumed.with_(S, S))
+    materialized = None if history_ms is None else Materialized.as_versioned("versioned-table", history_ms)
+    table = builder.table("table", consumed=Consumed.with_(S, S), materialized=materialized)
     stream = builder.stream("stream", consumed=Consumed.with_(S, S))
     joined = Joined.with_(S, S, S, grace=timedelta(milliseconds=grace_ms))
     produced = Produced.with_(S, S)

@@ -39,6 +39,10 @@ class Scenario:
     #: ``None`` keys on topic ``in`` (Kafka 4.3.1's grace left join fails on them:
     #: its stream buffer cannot hold a null key)
     null_keys: bool = True
+    #: End with the ``FLUSH_KEY`` record even when timestamps go back (``in_order`` does).
+    flush: bool = False
+    #: Rewrites the random records (both sides get the rewritten ones).
+    adjust: Optional[Callable[[list[dict]], list[dict]]] = None
 
 
 def strings() -> Consumed:
@@ -173,9 +177,10 @@ def random_records(scenario: Scenario, rng: random.Random) -> list[dict]:
         else:
             key = rng.choice(KEYS if scenario.null_keys else KEYS[:-1])
             records.append({"key": key, "value": scenario.value(rng), "timestamp": now})
-    if scenario.in_order:
-        records.append({"key": FLUSH_KEY, "value": "end", "timestamp": now + 1000})
-    return records
+    if scenario.in_order or scenario.flush:
+        last = max(r["timestamp"] for r in records)
+        records.append({"key": FLUSH_KEY, "value": "end", "timestamp": last + 1000})
+    return scenario.adjust(records) if scenario.adjust else records
 
 
 def cases(name: str, count: int, seed: int = 20240610) -> list[dict]:

@@ -9,10 +9,11 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, example, given, settings
 
-from streamlib import Streams
+from streamlib import Streams, TopologyTestDriver
 
 from engine import Workspace
 from grace_join_helpers import S, UPDATE, final_results, grace_join, oracle
+from streams_helpers import config
 from test_kstream_ktable_grace_join import EVENTS, matched, run_events_on_driver
 
 
@@ -81,3 +82,35 @@ def test_spark_final_results_equal_the_oracle(spark, events):
     for left, final in results.items():
         assert matched(final) == matched(oracle(events, left))
         assert matched(final) == matched(final_results(run_events_on_driver(events, left)))
+
+
+def test_late_table_records_and_tombstones_over_two_batches(spark, tmp_path):
+    """Issue 39's cases (grace 5, history 5) with the late table records in later
+    micro-batches: ``b@4 t5`` after the order ``b@24`` is kept and corrects it (table
+    time, not the stream's, ages the history); ``d``'s latest version answers an
+    order older than the history; the tombstone at ``e``'s latest version's time
+    stays a version. Spark's results equal the driver's for the same processing order
+    (a task takes the input head with the smallest timestamp next)."""
+    batches = [[("t", "b", "t0", 0), ("t", "d", "T", 1), ("s", "b", "s4", 24)],
+               [("t", "b", "t5", 4), ("t", "a", "U", 100)],
+               [("s", "d", "s2", 5), ("t", "e", "x", 105), ("t", "e", None, 105), ("t", "e", "y", 103),
+                ("s", "e", "s", 107)]]
+    workspace = Workspace(tmp_path)
+    app = Streams(grace_join(5, both=True), workspace.config(), spark=spark)
+    try:
+        for events in batches:
+            for topic, kind in (("table", "t"), ("stream", "s")):
+                produce(workspace, topic, [(k, v, ts) for e, k, v, ts in events if e == kind])
+            app.process_available()
+    finally:
+        app.stop()
+    with TopologyTestDriver(grace_join(5, both=True), config()) as driver:
+        topics = {kind: driver.create_input_topic(name, S, S) for kind, name in (("t", "table"), ("s", "stream"))}
+        for kind, key, value, ts in [e for events in batches for e in events]:
+            topics[kind].pipe_input(key, value, ts)
+        on_driver = {topic: [(r.key, r.value, r.timestamp, r.headers)
+                             for r in driver.create_output_topic(topic, S, S).read_records_to_list()]
+                     for topic in ("out", "out-left")}
+    for topic in ("out", "out-left"):
+        assert sorted(read_out(workspace, topic)) == sorted(on_driver[topic]), topic
+    assert final_results(on_driver["out-left"]) == {("b", 24): "s4⋈t5", ("d", 5): "s2⋈T", ("e", 107): "s⋈None"}

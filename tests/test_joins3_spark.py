@@ -61,16 +61,17 @@ def global_topology() -> Topology:
     builder = StreamsBuilder()
     products = builder.global_table("products", materialized=Materialized.as_("products"))
     orders = builder.stream("orders")
-    orders.join(products, lambda k, v: v.split(":")[0], tostring_joiner).to("enriched",
-                                                                            Produced.with_(S, S))
-    orders.left_join(products, lambda k, v: v.split(":")[0], tostring_joiner).to(
-        "all-orders", Produced.with_(S, S))
+    # an order without a product id selects None: dropped by the join, joined with no
+    # product by the left join (KIP-962)
+    product_of = lambda k, v: v.split(":")[0] or None  # noqa: E731
+    orders.join(products, product_of, tostring_joiner).to("enriched", Produced.with_(S, S))
+    orders.left_join(products, product_of, tostring_joiner).to("all-orders", Produced.with_(S, S))
     return builder.build()
 
 
 def global_inputs() -> list[Input]:
     products = [(f"p{i}", f"product-{i}", i) for i in range(4)] + [("p2", None, 5)]
-    orders = [(f"o{i}", f"p{i % 5}:{i}", 100 + i) for i in range(20)]
+    orders = [(f"o{i}", f"p{i % 5}:{i}", 100 + i) for i in range(20)] + [("o-none", ":20", 120)]
     return [Input("products", products, partitions=3), Input("orders", orders, partitions=2)]
 
 
@@ -83,7 +84,8 @@ def test_global_table_join_through_spark(spark, tmp_path):
                                 cache_max_bytes=0)
     for topic in outputs:
         assert results(on_spark, topic) == results(driver, topic), topic
-    assert len(results(on_spark, "enriched")) == 12 and len(results(on_spark, "all-orders")) == 20
+    assert len(results(on_spark, "enriched")) == 12 and len(results(on_spark, "all-orders")) == 21
+    assert ("o-none", ":20+null", 120) in results(on_spark, "all-orders")
     assert on_spark.stores["products"] == driver.stores["products"] == {
         "p0": "product-0", "p1": "product-1", "p3": "product-3"}
     assert on_spark.metrics["restored_records"] >= 5

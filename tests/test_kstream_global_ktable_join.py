@@ -160,14 +160,33 @@ def test_left_join_on_global_table_updates(left):
     assert left.take() == [(k, f"XX{k},FKey{k}+null", 6 + k) for k in KEYS]
 
 
-def test_left_join_on_null_key_mapper_values_drops(left):
-    """KStreamGlobalKTableLeftJoinTest.shouldNotJoinOnNullKeyMapperValues: a record whose
-    selected key is None is dropped, unless its own key is None too (KIP-962)."""
+def test_left_join_on_null_key_mapper_values_joins_with_null(left):
+    """KStreamGlobalKTableLeftJoinTest.shouldNotJoinOnNullKeyMapperValues as KAFKA-19208
+    (Kafka 4.1) changed it: a left join no longer drops a record whose selected key is
+    None but joins it with no table value (KIP-962), whether its own key is None or not."""
     left.push_table(4, "Y")
     left.push_stream(4, "XXX", foreign_key=False)
-    assert left.take() == []
+    assert left.take() == [(k, f"XXX{k}+null", k) for k in KEYS]
     left.push_stream(1, "Z", foreign_key=False, null_key=True)
     assert left.take() == [(None, "Z0+null", 4)]
+    assert left.driver.metrics()["dropped_records"] == 0
+
+
+def test_left_join_with_a_none_selected_key_issue_case():
+    """Issue 39's case against Kafka Streams 4.3.1: stream ``o2 -> '|s2'`` at 13 whose
+    selector returns None gives ``o2 -> joiner('|s2', None)`` at 13."""
+    builder = StreamsBuilder()
+    stream = builder.stream("s", consumed=Consumed.with_(S, S))
+    table = builder.global_table("g", consumed=Consumed.with_(S, S))
+    stream.left_join(table, lambda k, v: v.split("|")[0] or None, tostring_joiner) \
+        .to("out", Produced.with_(S, S))
+    with driver_for(builder) as driver:
+        driver.create_input_topic("g", S, S).pipe_input("k1", "T", 1)
+        stream_in = driver.create_input_topic("s", S, S)
+        stream_in.pipe_input("o1", "k1|s1", 12)
+        stream_in.pipe_input("o2", "|s2", 13)
+        out = driver.create_output_topic("out", S, S)
+        assert kvt(out.read_records_to_list()) == [("o1", "k1|s1+T", 12), ("o2", "|s2+null", 13)]
 
 
 def test_global_store_is_queryable_and_piping_updates_it():

@@ -228,6 +228,30 @@ def test_outer_join_duplicates():
         assert take(out) == [(1, "null+10", 111), (3, "null+100", 211)]
 
 
+def test_outer_join_expiry_stops_per_buffered_value():
+    """Kafka's outer-join store is a list-value store whose scan for expired records
+    yields one entry per value: with both sides' windows open at ``b@39`` (two left
+    values), the scan stops at the second value and remembers 39, so ``d@48`` emits the
+    rest (issue 39's case, checked against Kafka Streams 4.3.1)."""
+    windows = JoinWindows.of_time_difference(0, grace=8)
+    builder = StreamsBuilder()
+    left = builder.stream("topic1", consumed=Consumed.with_(S, S))
+    right = builder.stream("topic2", consumed=Consumed.with_(S, S))
+    left.outer_join(right, tostring_joiner, windows).to("out", Produced.with_(S, S))
+    with driver_for(builder) as driver:
+        t1, t2 = driver.create_input_topic("topic1", S, S), driver.create_input_topic("topic2", S, S)
+        out = driver.create_output_topic("out", S, S)
+        t2.pipe_input("a", "r0", 38)
+        t1.pipe_input("b", "l1", 39)
+        t1.pipe_input("b", "l2", 39)
+        t2.pipe_input("c", "r3", 39)
+        t2.pipe_input("z", "r4", 42)
+        t2.pipe_input("d", "r5", 47)
+        assert take(out) == [("a", "null+r0", 38)]
+        t1.pipe_input("d", "l6", 48)
+        assert take(out) == [("c", "null+r3", 39), ("b", "l1+null", 39), ("b", "l2+null", 39)]
+
+
 def test_outer_join_right_expired_records_emitted_by_the_left_processor():
     """KStreamKStreamOuterJoinTest.testRightExpiredNonJoinedRecordsAreEmittedByTheLeftProcessor."""
     with joined_driver("outer_join", JoinWindows.of_time_difference(100), right_serde=L) as (t1, t2, out, _):

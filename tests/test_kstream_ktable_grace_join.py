@@ -7,7 +7,10 @@ import tempfile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamlib import TopologyTestDriver
+import pytest
+
+from streamlib import Materialized, StreamsBuilder, TopologyTestDriver
+from streamlib.topology import TopologyError
 from streamlib.processors.stores import STORE_KINDS
 from streamlib.processors.stores.stream_buffer import StreamBuffer
 from streamlib.processors.stores.versioned import VersionedKeyValueStore
@@ -21,8 +24,8 @@ from streams_helpers import config
 class Run:
     """A driver over :func:`grace_join` with the table, stream and output topics."""
 
-    def __init__(self, grace_ms: int = 10, left: bool = False):
-        self.driver = TopologyTestDriver(grace_join(grace_ms, left), config())
+    def __init__(self, grace_ms: int = 10, left: bool = False, history_ms=None):
+        self.driver = TopologyTestDriver(grace_join(grace_ms, left, history_ms=history_ms), config())
         self.table = self.driver.create_input_topic("table", S, S)
         self.stream = self.driver.create_input_topic("stream", S, S)
         self.out = self.driver.create_output_topic("out", S, S)
@@ -134,37 +137,97 @@ def test_tombstone_versions():
                               ("A", "x⋈None", 9, {})]
 
 
-def test_records_outside_grace_are_not_corrected():
-    """Grace 10: once stream time is 30, an update at 5 is older than the history and is
-    dropped (counted); an update at 25 corrects the record at 28 but not the one at 6,
-    which is also past the grace. A record older than the history meets no version
-    (Kafka's versioned lookups), even one still stored."""
+def test_the_grace_follows_the_stream_and_the_history_the_table():
+    """Issue 39 (Kafka 4.3.1's rule: its versioned store's time moves with table records
+    only, its stream buffer's with stream records only): table ``b@0 t0``, stream
+    ``b@24 s4``, table ``b@4 t5`` — the stream record far ahead does not make the table
+    update late, and s4, within the grace, is corrected to ``s4+t5`` as Kafka joins it.
+    The record at 6 is past the grace (stream time 24 - 10) and stays as it was."""
+    with Run(grace_ms=10) as run:
+        run.table.pipe_input("b", "t0", 0)
+        run.stream.pipe_input("b", "s6", 6)
+        run.stream.pipe_input("b", "s4", 24)
+        assert run.read() == [("b", "s6⋈t0", 6, {}), ("b", "s4⋈t0", 24, {})]
+        run.table.pipe_input("b", "t5", 4)
+        assert run.read() == [("b", "s4⋈t5", 24, {UPDATE: b"1"})]
+        assert run.driver.metrics()["dropped_records"] == 0
+
+
+def test_table_records_do_not_move_the_grace():
+    """A table update far ahead (B at 40) neither closes the grace of the stream record
+    at 6 nor refuses A's update at 5 when the history reaches back that far: the record
+    gets its first match from it."""
+    with Run(grace_ms=10, history_ms=100) as run:
+        run.stream.pipe_input("A", "s", 6)
+        run.table.pipe_input("B", "b", 40)
+        run.table.pipe_input("A", "a", 5)
+        assert run.read() == [("A", "s⋈a", 6, {})]
+
+
+def test_updates_older_than_the_table_history_are_dropped():
+    """History 10 behind the table's time: once a table record at 40 arrived, A's update
+    at 5 is dropped (counted) and corrects nothing; lookups within the history see the
+    versions kept."""
     with Run(grace_ms=10) as run:
         run.table.pipe_input("A", "a", 2)
-        run.stream.pipe_input("A", "s6", 6)
-        run.stream.pipe_input("B", "b30", 30)
-        run.stream.pipe_input("A", "s28", 28)
+        run.stream.pipe_input("A", "s8", 8)
+        run.table.pipe_input("B", "b", 40)
         run.read()
         dropped = run.driver.metrics()["dropped_records"]
         run.table.pipe_input("A", "late", 5)
         assert run.read() == []
         assert run.driver.metrics()["dropped_records"] == dropped + 1
-        run.table.pipe_input("A", "c", 25)
-        assert run.read() == [("A", "s28⋈c", 28, {UPDATE: b"1"})]
-        run.stream.pipe_input("A", "s19", 19)        # 19 < 30 - 10: no lookup that old
-        assert run.read() == []
-        run.stream.pipe_input("A", "s20", 20)        # the history reaches back to 20
-        assert run.read() == [("A", "s20⋈a", 20, {})]
+        run.stream.pipe_input("A", "s35", 35)
+        assert run.read() == [("A", "s35⋈a", 35, {})]
 
 
-def test_stream_time_of_the_other_input_moves_the_grace():
-    """Both inputs move the join's stream time: a table update at 40 puts the stream
-    record at 6 out of the grace, so an update at 7 is refused."""
-    with Run(grace_ms=10) as run:
-        run.stream.pipe_input("A", "s", 6)
-        run.table.pipe_input("B", "b", 40)
-        run.table.pipe_input("A", "a", 7)
-        assert run.read() == []
+def test_the_latest_version_never_expires():
+    """Issue 39 against Kafka 4.3.1 (RocksDBVersionedStore.get: the latest version never
+    expires): table ``b@1 T``, table ``a@100 U``, stream ``b@5 s2``, grace 5 — the
+    lookup at 5 is older than the history (100 - 5), yet b's latest version began
+    before it and answers: ``s2+T``. A key whose latest version began after the lookup
+    answers nothing there, like Kafka's store."""
+    with Run(grace_ms=5, left=True) as run:
+        run.table.pipe_input("b", "T", 1)
+        run.table.pipe_input("c", "x", 1)
+        run.table.pipe_input("c", "y", 97)
+        run.table.pipe_input("a", "U", 100)
+        run.stream.pipe_input("b", "s2", 5)
+        run.stream.pipe_input("c", "s3", 5)
+        assert run.read() == [("b", "s2⋈T", 5, {}), ("c", "s3⋈None", 5, {})]
+
+
+def test_a_tombstone_at_the_latest_versions_time_stays_a_version():
+    """Our decision (README "Joins with late table updates"): table ``b@5 x``, ``b@5
+    null``, then the late ``b@3 y``, stream ``b@7 s``. Kafka's store deletes the
+    latest value and, with no older version, forgets the delete: y becomes valid from
+    3 on and the record meets it. Ours keeps the tombstone as the version from 5, so y
+    is valid in [3, 5) only and the record at 7 meets no row."""
+    with Run(grace_ms=10, left=True) as run:
+        run.table.pipe_input("b", "x", 5)
+        run.table.pipe_input("b", None, 5)
+        run.table.pipe_input("b", "y", 3)
+        run.stream.pipe_input("b", "s", 7)
+        run.stream.pipe_input("b", "r", 4)
+        assert run.read() == [("b", "s⋈None", 7, {}), ("b", "r⋈y", 4, {})]
+
+
+def test_history_retention_of_a_versioned_table():
+    """``Materialized.as_versioned(name, history_retention=d)``: the join keeps ``d`` of
+    the table's history (not only its grace); a grace longer than the history is
+    refused at build (Kafka's StreamTableJoinNode), and so is as_versioned anywhere but
+    a table read from a topic."""
+    with Run(grace_ms=5, history_ms=100) as run:
+        run.table.pipe_input("A", "a", 0)
+        run.table.pipe_input("B", "b", 50)
+        run.table.pipe_input("A", "late", 10)     # 10 >= 50 - 100: kept
+        run.stream.pipe_input("A", "s", 12)
+        assert run.read() == [("A", "s⋈late", 12, {})]
+    with pytest.raises(TopologyError, match="longer than the history retention"):
+        grace_join(10, history_ms=5)
+    builder = StreamsBuilder()
+    with pytest.raises(TopologyError, match="as_versioned"):
+        builder.stream("s").group_by_key().count(Materialized.as_versioned("c", 10))
 
 
 def _stores(tmp: str):
@@ -226,7 +289,7 @@ def test_the_join_expires_its_stores_as_stream_time_moves():
         buffer = task._stores[kinds["stream_buffer"]]
         versions = task._stores[kinds["versioned"]]
         times = sorted(StreamBuffer("b", buffer, S, S).fetch("A", -1))
-        assert [t for t, _, _ in times] == [35, 40, 45]
+        assert [t for t, _, _ in times] == [40, 45]     # Kafka evicts at stream time ≥ ts + grace
         assert [t for _, t in VersionedKeyValueStore("v", versions, S, S, 10).versions("A")] == [35, 40, 45]
 
 

@@ -29,6 +29,7 @@ from streamlib import (Consumed, EmitStrategy, Grouped, Materialized, Produced, 
 
 from join_helpers import tostring_joiner
 from streams_helpers import I, L, S, driver_for, kvt
+from windowed_helpers import SuppressOutputs
 
 
 # -- suppress: KTableSuppressProcessorTest, final results ---------------------------------------------------------
@@ -54,13 +55,8 @@ def _suppressed_counts(windows, keep=None):
     return builder
 
 
-class _Run:
-    """A driver with the "input" topic and both outputs; ``pipe`` returns what was emitted."""
-
-    def __init__(self, driver):
-        self.inp = driver.create_input_topic("input", S, S)
-        self.raw = driver.create_output_topic("output-raw", S, L)
-        self.suppressed = driver.create_output_topic("output-suppressed", S, L)
+class _Run(SuppressOutputs):
+    """``pipe`` returns what was emitted."""
 
     def pipe(self, key, timestamp):
         self.inp.pipe_input(key, "v", timestamp)

@@ -255,3 +255,19 @@ def test_skips_late_record_with_nonzero_grace():
     out, _, dropped = _count(records, gap=10, grace=1)
     assert dropped == 1
     assert {r[0].key for r in out} == {"dummy", "OnTime1", "OnTime2"}
+
+
+@STRATEGIES
+def test_session_updates_carry_no_input_headers(emit):
+    """Issue 39 against Kafka Streams 4.3.1: a session aggregation forwards none of its
+    input records' headers — not on the merged session, the deletes of the sessions it
+    replaced, nor (on window close) the final result; a time window keeps them."""
+    builder = StreamsBuilder()
+    _session_stream(builder, gap=5, emit=emit).count().to_stream() \
+        .to("out", produced=Produced.with_(SW, L))
+    with driver_for(builder) as driver:
+        inp = driver.create_input_topic("input", S, S)
+        for ts in (0, 3, 20):
+            inp.pipe_input("a", "v", ts, headers={"h": str(ts).encode()})
+        records = driver.create_output_topic("out", SW, L).read_records_to_list()
+    assert records and all(r.headers == {} for r in records)

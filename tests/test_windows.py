@@ -178,6 +178,16 @@ def test_sliding_windows_time_difference_must_not_be_negative():
         SlidingWindows.of_time_difference_and_grace(-1, 5)
 
 
+
+def test_sliding_time_difference_zero_is_refused_at_definition():
+    """Issue 39: Kafka accepts a time difference of 0 and fails on the first record
+    ("Window endMs must be greater than window startMs"); refused here when defined."""
+    with pytest.raises(ValueError, match="time difference must be positive"):
+        SlidingWindows.of(0)
+    with pytest.raises(ValueError, match="got 0 ms"):
+        SlidingWindows.of_time_difference_and_grace(0, 5)
+
+
 def test_sliding_windows_set_grace_period():
     """SlidingWindowsTest.shouldSetGracePeriod"""
     assert SlidingWindows.of_time_difference_and_grace(10, ANY_SIZE).grace_ms == ANY_SIZE

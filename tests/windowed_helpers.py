@@ -8,6 +8,20 @@ from streamlib import Consumed, Materialized, Produced, Serdes, StreamsBuilder, 
 from streams_helpers import S, driver_for, kvt
 
 
+class SuppressOutputs:
+    """SuppressScenarioTest's topics on a driver: ``input`` (String keys and values),
+    ``output-raw`` and ``output-suppressed`` (String keys, Long values)."""
+
+    def __init__(self, driver):
+        self.inp = driver.create_input_topic("input", S, S)
+        self.raw = driver.create_output_topic("output-raw", S, Serdes.long())
+        self.suppressed = driver.create_output_topic("output-suppressed", S, Serdes.long())
+
+    def drain(self) -> tuple[list, list]:
+        """(key, value, timestamp) of both outputs since the last drain: (raw, suppressed)."""
+        return kvt(self.raw.read_records_to_list()), kvt(self.suppressed.read_records_to_list())
+
+
 def string_adder(key, value, agg):
     """Kafka's MockAggregator.TOSTRING_ADDER: agg + "+" + value."""
     return f"{agg}+{value}"

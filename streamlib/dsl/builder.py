@@ -61,8 +61,10 @@ class StreamsBuilder:
         store = materialize(self._graph, materialized, "KTABLE-SOURCE", key_serde, value_serde,
                             generated=generated)
         node = self._graph.add("KTABLE-SOURCE", "table_source", [source], stores=(store,), store=store)
-        return KTable(self._graph, node, key_serde, value_serde, store, queryable=bool(
+        table = KTable(self._graph, node, key_serde, value_serde, store, queryable=bool(
             materialized and materialized.store_name))
+        table._history_ms = materialized and materialized.history_retention_ms
+        return table
 
     def global_table(self, topic: str, consumed: Optional[Consumed] = None,
                      materialized: Optional[Materialized] = None) -> GlobalKTable:

@@ -44,6 +44,9 @@ def add_global_table(graph: GraphBuilder, topic: str, consumed: Optional[Consume
     """Register ``topic`` as a global table: its store and the two nodes ``describe()``
     shows as a global sub-topology (named as Kafka's ``globalTable``)."""
     consumed = consumed or Consumed()
+    if materialized is not None and materialized.history_retention_ms is not None:
+        raise TopologyError(f"global_table({topic!r}): a global table is not versioned; use "
+                            "Materialized.as_ (versioned tables: builder.table)")
     named = bool(materialized and materialized.store_name)
     store = materialized.store_name if named else graph.topic_store_name(topic)
     key_serde = (materialized and materialized.key_serde) or consumed.key_serde

@@ -27,6 +27,9 @@ def materialize(graph: GraphBuilder, materialized: Optional[Materialized], prefi
     """Register the store behind a table and return its name (when unnamed, ``generated``
     or one made for ``prefix``; ``owner``: the existing node it is for, see
     ``GraphBuilder.internal_store_name``)."""
+    if materialized is not None and materialized.history_retention_ms is not None and prefix != "KTABLE-SOURCE":
+        raise TopologyError(f"{prefix}: Materialized.as_versioned({materialized.store_name!r}) is for a "
+                            "table read from a topic (builder.table); use Materialized.as_ here")
     named = bool(materialized and materialized.store_name)
     name = materialized.store_name if named else generated or graph.internal_store_name(prefix, owner)
     logging = materialized.logging if materialized else True
@@ -54,6 +57,8 @@ class KTable:
         self._queryable = queryable
         #: for a windowed table (keys are ``Windowed``): how its keys look on the wire
         self._windowed = windowed
+        #: a versioned table's history retention (``Materialized.as_versioned``), or None
+        self._history_ms: Optional[int] = None
 
     @property
     def query_name(self) -> Optional[str]:
@@ -108,7 +113,11 @@ class KTable:
     def suppress(self, suppressed: Suppressed, name: Optional[str] = None) -> "KTable":
         """Hold updates back: with ``Suppressed.until_window_closes()``, forward one final
         result per window once stream time passes the window's end plus its grace
-        (Kafka Streams' final-results suppression; the buffer is change-logged).
+        (Kafka Streams' final-results suppression); with ``Suppressed.until_time_limit(d)``,
+        forward each key's latest update once stream time passes its first held update's
+        time + ``d``. The buffer is change-logged; a bounded one emits early or fails the
+        task when full, as its ``BufferConfig`` says. Forwarded updates keep the headers of
+        the update they are (Kafka's buffer keeps the record's context).
 
         Examples
         --------
@@ -117,20 +126,28 @@ class KTable:
         >>> (builder.stream("clicks").group_by_key().windowed_by(TimeWindows.of(60_000)).count()
         ...  .suppress(Suppressed.until_window_closes()).to_stream().to("final-counts"))
         """
-        if suppressed.kind != "until_window_closes":
+        if not isinstance(suppressed, Suppressed) or suppressed.kind not in ("until_window_closes",
+                                                                              "until_time_limit"):
             raise TopologyError(f"suppress(): unsupported {suppressed!r}")
-        windows = self._upstream_windows()
-        if self._windowed is None or windows is None:
-            raise TopologyError(f"{self._node}: suppress(Suppressed.until_window_closes()) needs a windowed "
-                                "table (group_by_key().windowed_by(...).count() or similar)")
-        # Kafka's GraphGraceSearchUtil: sessions close gap + grace after their end
-        grace = windows.grace_ms + getattr(windows, "gap_ms", 0)
-        node_name = name or self._graph.next_name("KTABLE-SUPPRESS")
+        final = suppressed.kind == "until_window_closes"
+        if final:
+            windows = self._upstream_windows()
+            if self._windowed is None or windows is None:
+                raise TopologyError(f"{self._node}: suppress(Suppressed.until_window_closes()) needs a windowed "
+                                    "table (group_by_key().windowed_by(...).count() or similar)")
+            # Kafka's GraphGraceSearchUtil: sessions close gap + grace after their end
+            wait = windows.grace_ms + getattr(windows, "gap_ms", 0)
+        else:
+            wait = suppressed.time_limit_ms
+        node_name = name or suppressed.name or self._graph.next_name("KTABLE-SUPPRESS")
         store = f"{node_name}-STATE-STORE"
         self._graph.add_store(StoreDef(store, "buffer", logging=True, queryable=False),
                               user_named=False, step="KTABLE-SUPPRESS")
+        config = suppressed.buffer_config
         node = self._graph.add("KTABLE-SUPPRESS", "suppress", [self._node], name=node_name,
-                               stores=(store,), store=store, grace_ms=grace,
+                               stores=(store,), store=store, grace_ms=wait, final=final,
+                               max_records=config.record_limit, max_bytes=config.byte_limit,
+                               emit_early=config.when_full == "emit_early",
                                windowed_keys=self._windowed, key_serde=self.key_serde,
                                value_serde=self.value_serde)
         return KTable(self._graph, node, self.key_serde, self.value_serde, None, windowed=self._windowed)

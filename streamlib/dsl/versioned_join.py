@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
-from ..topology import StoreDef
+from ..topology import StoreDef, TopologyError
 from .graph import GraphBuilder
 from .options import Joined
 
@@ -33,6 +33,11 @@ def versioned_join(graph: GraphBuilder, stream: Any, table: Any, joiner: Callabl
     prefix = "KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN"
     key_serde = joined.key_serde or stream.key_serde or table.key_serde
     grace = joined.grace_ms
+    # Kafka's StreamTableJoinNode refuses a grace longer than the table's history
+    history = table._history_ms if table._history_ms is not None else grace
+    if grace > history:
+        raise TopologyError(f"{prefix}: the grace ({grace} ms) is longer than the history retention "
+                            f"({history} ms) of the versioned table {table.query_name!r}")
     if joined.name is not None:
         versions, buffer = f"{joined.name}-versions", f"{joined.name}-buffer"
     else:
@@ -40,7 +45,7 @@ def versioned_join(graph: GraphBuilder, stream: Any, table: Any, joiner: Callabl
         buffer = graph.internal_store_name(f"{prefix}-BUFFER")
     graph.add_store(StoreDef(versions, "versioned", key_serde,
                              joined.other_value_serde or table.value_serde, queryable=False,
-                             caching=False, retention_ms=grace), user_named=False, step=prefix)
+                             caching=False, retention_ms=history), user_named=False, step=prefix)
     graph.add_store(StoreDef(buffer, "stream_buffer", key_serde, joined.value_serde or stream.value_serde,
                              queryable=False, caching=False, retention_ms=grace),
                     user_named=False, step=prefix)

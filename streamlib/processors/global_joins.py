@@ -12,9 +12,10 @@ class GlobalTableJoinProcessor(Processor):
     """Each stream record looks ``key_selector(key, value)`` up in the task's replica of
     the global table, as it is now; the result keeps the record's key and timestamp.
 
-    A record with a ``None`` value, or whose selected key is ``None``, is dropped and
-    counted in ``dropped_records``; a left join still joins a record without a key
-    (KIP-962) using the key its selector picks from the value."""
+    A record with a ``None`` value is dropped and counted in ``dropped_records``, and so
+    is one whose selected key is ``None`` in an inner join. A left join joins a record
+    whose selector returns ``None`` with no row, ``joiner(v, None)`` (KIP-962, as Kafka
+    ≥ 4.1 after KAFKA-19208); the stream record's own key plays no part in either rule."""
 
     def init(self) -> None:
         params = self.node.params
@@ -29,7 +30,7 @@ class GlobalTableJoinProcessor(Processor):
             self.context.count("dropped_records")
             return
         table_key = self.key_selector(key, value)
-        if table_key is None and not (self.left and key is None):
+        if table_key is None and not self.left:
             self.context.count("dropped_records")
             return
         row = None if table_key is None else self.table.get(table_key)

@@ -89,3 +89,25 @@ def decode_change(data: bytes) -> tuple[Optional[bytes], Optional[bytes]]:
             sides.append(bytes(data[pos:pos + length]))
             pos += length
     return sides[0], sides[1]
+
+
+_HEADER_LEN = struct.Struct(">I")
+
+
+def encode_headers(headers: Headers) -> bytes:
+    """Headers as bytes: each name and value with a 4-byte length."""
+    parts = []
+    for name, value in headers:
+        name_bytes = name.encode()
+        parts += [_HEADER_LEN.pack(len(name_bytes)), name_bytes, _HEADER_LEN.pack(len(value)), value]
+    return b"".join(parts)
+
+
+def decode_headers(data: bytes, pos: int = 0) -> Headers:
+    """The headers :func:`encode_headers` wrote from ``pos`` to the end of ``data``."""
+    fields = []
+    while pos < len(data):
+        (n,) = _HEADER_LEN.unpack_from(data, pos)
+        fields.append(bytes(data[pos + 4:pos + 4 + n]))
+        pos += 4 + n
+    return tuple((fields[i].decode(), fields[i + 1]) for i in range(0, len(fields), 2))

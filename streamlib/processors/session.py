@@ -19,7 +19,10 @@ from .registry import processes
 @processes(SESSION_AGGREGATE)
 class SessionWindowAggregateProcessor(WindowedAggregateProcessor):
     """Records with a ``None`` key are dropped; a record whose merged session would
-    already be closed (end < observed − grace − gap) is dropped."""
+    already be closed (end < observed − grace − gap) is dropped.
+
+    Session updates carry no headers: a session is made of many records, and Kafka
+    Streams 4.3 forwards none of the input's headers on them (its time windows do)."""
 
     def init(self) -> None:
         super().init()
@@ -35,6 +38,7 @@ class SessionWindowAggregateProcessor(WindowedAggregateProcessor):
             return
         timestamp = record.timestamp
         self.observe(timestamp)
+        record = Record(key, record.value, timestamp, (), record.topic, record.partition, record.offset)
         agg = self.initial()
         start = end = timestamp
         merged = self.store.find_sessions(key, max(timestamp - self.gap, self.find_from()),
@@ -55,7 +59,7 @@ class SessionWindowAggregateProcessor(WindowedAggregateProcessor):
             self.store.put(key, window, agg, end)
             self.stored(end)
             self.forward_update(record, Windowed(key, window), (key, window), agg, None, end)
-        self.emit_closed(record.headers)
+        self.emit_closed()
 
     def find_from(self) -> int:
         """The earliest session end a merge may see. Kafka's session stores (both

@@ -135,7 +135,12 @@ class StreamJoinProcessor(Processor):
 
     def _emit_non_joined(self, stream_time: int, headers: tuple) -> None:
         """Kafka's ``emitNonJoinedOuterRecords``: forward ``joiner(v, None)`` for every
-        buffered record whose window has closed, oldest first, and drop it."""
+        buffered record whose window has closed, oldest first, and drop it.
+
+        Like Kafka's list-value outer-join store, the scan visits one entry per buffered
+        value (not one per key): the minimum time is where it stopped, so when several
+        records share time, side and key, the scan stops at the second of them once both
+        sides' windows are open, and the next trigger starts from that time."""
         if self._min_time() + self.after_ms + self.grace_ms >= stream_time:
             return
         minimum = _NO_MIN_TIME
@@ -150,6 +155,8 @@ class StreamJoinProcessor(Processor):
                     left_open = True
                 else:
                     right_open = True
+                if left_open and right_open and len(values) > 1:
+                    break   # Kafka stops at this key's next value: the minimum stays here
                 continue
             key = self.key_serde.deserialize(kb)
             # The joiner is always called (this side's value, other side's value):

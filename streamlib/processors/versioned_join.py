@@ -1,9 +1,11 @@
 """Stream–table join with a grace period: the late-update re-trigger of the dual
 streaming model (Sax et al., "Streams and Tables: Two Sides of the Same Coin", 2018).
 
-Two nodes share a versioned store of the table's history and a buffer of stream
-records, both kept for the grace period behind the join's stream time (the largest
-timestamp either side has seen):
+Two nodes share a versioned store of the table's history, kept for the history
+retention (the grace unless the table is ``Materialized.as_versioned``) behind the
+table's time (its largest timestamp), and a buffer of stream records, kept for the
+grace behind the stream's time (the largest timestamp of a stream record joined) —
+Kafka's two clocks (its versioned store and its KIP-923 stream buffer):
 
 - the stream side joins each record with the table version valid at the record's
   timestamp, emits the result at once (no header) and buffers the record;
@@ -49,6 +51,20 @@ class _VersionedJoin(Processor):
         self.buffer: StreamBuffer = self.context.store(params["buffer"])
         self.joiner = params["joiner"]
         self.left = params["left"]
+        self.grace_ms = params["grace_ms"]
+        self._time_key = f"{params['buffer']}.stream_time"
+
+    @property
+    def stream_time(self) -> int:
+        """The largest timestamp of a stream record joined (task state): what the buffer
+        keeps the grace behind. Table records do not move it (Kafka's buffer)."""
+        return self.context.get_long(self._time_key)
+
+    @property
+    def buffered_from(self) -> int:
+        """The oldest timestamp the buffer still holds records for: Kafka evicts a
+        record once the stream time reaches its timestamp + grace."""
+        return self.stream_time - self.grace_ms + 1
 
 
 @processes(STREAM_TABLE_JOIN_VERSIONED)
@@ -66,25 +82,23 @@ class VersionedStreamTableJoinProcessor(_VersionedJoin):
             self.forward(record.with_value(self.joiner(value, None)))
             return
         versions = self.versions
-        versions.observe(record.timestamp)
+        if record.timestamp > self.stream_time:
+            self.context.put_long(self._time_key, record.timestamp)
         row = versions.get_as_of(key, record.timestamp)
         other = None if row is None else row[0]
         if other is not None or self.left:
             self.forward(record.with_value(self.joiner(value, other)))
-        # a record older than the history cannot be corrected: no later update may
-        # be older than it (such updates are refused)
-        if record.timestamp >= versions.history_start:
+        # a record the grace has passed, or older than the table's history, cannot be
+        # corrected: no later update may apply to it (those are refused, or not re-joined)
+        if record.timestamp >= max(self.buffered_from, versions.history_start):
             self.buffer.put(key, value, record.timestamp, record.headers)
 
-    def advance_time(self, stream_time: int) -> None:
-        self.versions.observe(stream_time)
-
     def watermark(self) -> int:
-        return self.versions.history_start
+        return self.buffered_from - 1
 
     def flush(self) -> None:
-        """Expire what the grace no longer covers (lookups already ignore it)."""
-        self.buffer.expire(self.versions.history_start)
+        """Expire what the grace no longer covers (re-joins already ignore it)."""
+        self.buffer.expire(self.buffered_from)
         self.versions.expire()
 
 
@@ -99,17 +113,17 @@ class VersionedTableUpdateProcessor(_VersionedJoin):
         change: Change = record.value
         new, since = change.new, record.timestamp
         versions = self.versions
-        versions.observe(since)
         before = versions.get_as_of(key, since)
         until = versions.next_version_after(key, since)
         if not versions.put(key, new, since):
-            self.context.count("dropped_records")   # older than the grace: no join sees it
+            self.context.count("dropped_records")   # older than the history: no join sees it
             return
         old = None if before is None else before[0]
         if old == new:
             return    # the records it applies to met this value already: nothing to correct
         had_result = old is not None or self.left
-        for timestamp, value, headers in self.buffer.fetch(key, since, None if until is None else until - 1):
+        first = max(since, self.buffered_from)
+        for timestamp, value, headers in self.buffer.fetch(key, first, None if until is None else until - 1):
             if new is None and not self.left:
                 if not had_result:
                     continue

@@ -32,8 +32,12 @@ class SlidingWindows:
     grace_ms: int = 0
 
     def __post_init__(self) -> None:
-        if self.time_difference_ms < 0:
-            raise ValueError(f"Window time difference must not be negative, got {self.time_difference_ms} ms")
+        if self.time_difference_ms <= 0:
+            # Kafka accepts 0 and then fails on the first record ("Window endMs must be
+            # greater than window startMs"): a window [t, t] has no room to slide
+            raise ValueError("SlidingWindows: the time difference must be positive (a window is "
+                             "[start, start + time difference] and must end after it starts), got "
+                             f"{self.time_difference_ms} ms")
         _check_grace(self.grace_ms)
 
     @classmethod

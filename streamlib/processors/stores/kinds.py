@@ -55,8 +55,8 @@ STORE_KINDS: dict[str, StoreKind] = {
     "session": StoreKind(lambda d, s, k, v: SessionStore(d.name, s, k, v),
                          lambda d, s, k, v: SessionStoreView(d.name, s, k, v), 2),
     "buffer": StoreKind(lambda d, s, k, v: TimeOrderedBuffer(d.name, s), _not_queryable),
-    # the stream–table join with grace: table history and stream records, both kept
-    # for retention_ms (the grace) behind stream time
+    # the stream–table join with grace: table history kept for retention_ms (the history
+    # retention) behind the table's time, and the stream records of the grace
     "versioned": StoreKind(lambda d, s, k, v: VersionedKeyValueStore(d.name, s, k, v, d.retention_ms),
                            _not_queryable, 2),
     "stream_buffer": StoreKind(lambda d, s, k, v: StreamBuffer(d.name, s, k, v), _not_queryable, 2),

@@ -13,6 +13,7 @@ import struct
 from typing import Any, Optional
 
 from ...serdes import Serde
+from ..record import decode_headers, encode_headers
 from .layout import Layout
 from .timed import TimedStore
 
@@ -34,21 +35,12 @@ class BufferedValueSerde:
     def serialize(self, entry: tuple[Any, tuple]) -> bytes:
         value, headers = entry
         raw = self.inner.serialize(value)
-        parts = [_LEN.pack(len(raw)), raw]
-        for name, header in headers:
-            name_bytes = name.encode()
-            parts += [_LEN.pack(len(name_bytes)), name_bytes, _LEN.pack(len(header)), header]
-        return b"".join(parts)
+        return _LEN.pack(len(raw)) + raw + encode_headers(headers)
 
     def deserialize(self, data: bytes) -> tuple[Any, tuple]:
         data = bytes(data)
-        fields, pos = [], 0
-        while pos < len(data):
-            (n,) = _LEN.unpack_from(data, pos)
-            fields.append(data[pos + 4:pos + 4 + n])
-            pos += 4 + n
-        headers = tuple((fields[i].decode(), fields[i + 1]) for i in range(1, len(fields), 2))
-        return self.inner.deserialize(fields[0]), headers
+        (n,) = _LEN.unpack_from(data, 0)
+        return self.inner.deserialize(data[4:4 + n]), decode_headers(data, 4 + n)
 
 
 class StreamBuffer(TimedStore):

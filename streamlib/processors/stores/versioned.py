@@ -9,9 +9,11 @@ so change-logging, undo of a re-run batch and restore work unchanged. The store 
 its observed stream time (the largest timestamp it was told about) under a meta key of
 the same byte store, so it is restored with the versions.
 
-History is kept for ``history_ms`` behind the observed stream time: lookups older than
-that return ``None`` and older puts are refused (Kafka's rule), and :meth:`expire`
-deletes versions no lookup can reach any more; a key's latest version is kept.
+History is kept for ``history_ms`` behind the observed stream time (the largest
+timestamp *put*: table records only, as Kafka's store): older puts are refused, and a
+lookup older than that sees only the key's latest version, when it began by then (the
+latest version never expires; Kafka's rule), else ``None``. :meth:`expire` deletes
+versions no lookup can reach any more.
 """
 from __future__ import annotations
 
@@ -61,6 +63,10 @@ class VersionedKeyValueStore(TimedStore):
     (None, ('a1', 5), ('a2', 7))
     >>> v.put("A", None, 9); v.get_as_of("A", 9)     # a tombstone is a version
     True
+    >>> v.put("B", "b", 3); v.put("C", "c", 30); v.get_as_of("B", 4), v.get_as_of("A", 6)
+    True
+    True
+    (('b', 3), None)
     >>> v.write_back(); stores.commit(); stores.close()
     """
 
@@ -101,10 +107,16 @@ class VersionedKeyValueStore(TimedStore):
 
     def get_as_of(self, key: Any, timestamp: int) -> Optional[tuple[Any, int]]:
         """``(value, valid_from)`` of the version valid at ``timestamp``, or None when there
-        is none, it is a tombstone, or ``timestamp`` is older than the history."""
+        is none, it is a tombstone, or ``timestamp`` is older than the history and the
+        key's latest version began after it (Kafka's ``RocksDBVersionedStore.get``: the
+        latest version never expires; an older one is not looked for there)."""
+        kb = self.key_serde.serialize(key)
         if timestamp < self.history_start:
-            return None
-        found = self._key_nearest(self.key_serde.serialize(key), None, timestamp, newest=True)
+            latest = self._key_nearest(kb, None, None, newest=True)
+            if latest is None or latest[2] > timestamp or latest[1] is None:
+                return None
+            return latest[1], latest[2]
+        found = self._key_nearest(kb, None, timestamp, newest=True)
         if found is None:
             return None
         _, value, valid_from = found

@@ -7,10 +7,12 @@ import java.util.function.Supplier;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.KeyValueMapper;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.StreamJoined;
@@ -48,6 +50,13 @@ final class JoinScenarios {
         put(all, "table-table-outer-join", () -> tableTable("outer"));
         put(all, "fk-join", () -> foreignKey(false));
         put(all, "fk-left-join", () -> foreignKey(true));
+        // issue 39: a key selector returning null (KIP-962), duplicate key/side/time in
+        // an outer join's buffer, late table records and tombstones in a grace join
+        put(all, "global-join", () -> globalTable(false));
+        put(all, "global-left-join", () -> globalTable(true));
+        put(all, "stream-stream-outer-join-zero", () -> streamStream("outer", Duration.ZERO, Duration.ofMillis(8)));
+        put(all, "stream-table-join-grace-late", () -> streamTable(false, true));
+        put(all, "stream-table-left-join-grace-late", () -> streamTable(true, true));
     }
 
     private static void put(Map<String, Scenarios.Scenario> all, String name, Supplier<Topology> topology) {
@@ -81,10 +90,14 @@ final class JoinScenarios {
     }
 
     static Topology streamStream(String how) {
+        return streamStream(how, Duration.ofMillis(5), Duration.ofMillis(3));
+    }
+
+    static Topology streamStream(String how, Duration difference, Duration grace) {
         StreamsBuilder builder = new StreamsBuilder();
         KStream<String, String> a = builder.stream("in", Scenarios.strings());
         KStream<String, String> b = builder.stream("in2", Scenarios.strings());
-        JoinWindows windows = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(5), Duration.ofMillis(3));
+        JoinWindows windows = JoinWindows.ofTimeDifferenceAndGrace(difference, grace);
         StreamJoined<String, String, String> joined = StreamJoined.with(Serdes.String(), Serdes.String(),
                 Serdes.String());
         KStream<String, String> result = switch (how) {
@@ -93,6 +106,21 @@ final class JoinScenarios {
             default -> a.outerJoin(b, JOINER, windows, joined);
         };
         result.to("out", out());
+        return builder.build();
+    }
+
+    /**
+     * Stream "in" joined with global table "in2" on the first letter of its value; the
+     * key selector returns null for values starting with "d" (and for null values).
+     */
+    static Topology globalTable(boolean left) {
+        StreamsBuilder builder = new StreamsBuilder();
+        GlobalKTable<String, String> table = builder.globalTable("in2", Scenarios.strings(),
+                Materialized.as("table"));
+        KStream<String, String> stream = builder.stream("in", Scenarios.strings());
+        KeyValueMapper<String, String, String> selector =
+                (k, v) -> v == null || v.startsWith("d") ? null : v.substring(0, 1);
+        (left ? stream.leftJoin(table, selector, JOINER) : stream.join(table, selector, JOINER)).to("out", out());
         return builder.build();
     }
 
