@@ -186,7 +186,8 @@ def test_the_latest_version_never_expires():
     expires): table ``b@1 T``, table ``a@100 U``, stream ``b@5 s2``, grace 5 — the
     lookup at 5 is older than the history (100 - 5), yet b's latest version began
     before it and answers: ``s2+T``. A key whose latest version began after the lookup
-    answers nothing there, like Kafka's store."""
+    answers nothing there, like Kafka's store; where Kafka then joins with no row, we
+    count and log a drop (a silently wrong answer otherwise)."""
     with Run(grace_ms=5, left=True) as run:
         run.table.pipe_input("b", "T", 1)
         run.table.pipe_input("c", "x", 1)
@@ -194,7 +195,8 @@ def test_the_latest_version_never_expires():
         run.table.pipe_input("a", "U", 100)
         run.stream.pipe_input("b", "s2", 5)
         run.stream.pipe_input("c", "s3", 5)
-        assert run.read() == [("b", "s2⋈T", 5, {}), ("c", "s3⋈None", 5, {})]
+        assert run.read() == [("b", "s2⋈T", 5, {})]
+        assert run.driver.metrics()["dropped_records"] == 1
 
 
 def test_a_tombstone_at_the_latest_versions_time_stays_a_version():
@@ -362,3 +364,21 @@ def test_enrichment_example_under_the_driver():
                            ("c3", "o4: 1 desk for Carol (new)"),
                            ("c2", "o2: 1 lamp for Bob (silver)"), ("c2", "o6: 3 mugs for Bob (silver)"),
                            ("c2", "o6: 3 mugs for Bob (gold)")]
+
+
+@pytest.mark.parametrize("left", [False, True], ids=["inner", "left"])
+def test_a_lookup_older_than_the_history_whose_version_expired_is_a_counted_drop(left, caplog):
+    """b@0 t0, then b@100 t1 ages the history (10 ms) past 0: a stream record at 50 meets a
+    time whose version (t0) is gone. Kafka joins it as if the table had no row; we drop
+    it, count it in dropped_records and log it, never emit a wrong answer. A record at 100
+    or later still meets t1, and a key whose latest version began by then still joins it."""
+    with Run(grace_ms=10, left=left) as run, caplog.at_level("WARNING", logger="streamlib.drops"):
+        run.table.pipe_input("b", "t0", 0)
+        run.table.pipe_input("c", "u0", 0)
+        run.table.pipe_input("b", "t1", 100)
+        run.stream.pipe_input("b", "s", 50)
+        run.stream.pipe_input("c", "s", 50)
+        run.stream.pipe_input("b", "s", 101)
+        assert run.read() == [("c", "s⋈u0", 50, {}), ("b", "s⋈t1", 101, {})]
+        assert run.driver.metrics()["dropped_records"] == 1
+        assert "older than the table's history" in caplog.text and "from stream partition 0" in caplog.text

@@ -1,7 +1,9 @@
 """The processor contract: a node of a running sub-topology, and the context it runs in."""
 from __future__ import annotations
 
+import logging
 import struct
+import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..config import StreamsConfig
@@ -16,6 +18,25 @@ if TYPE_CHECKING:
     from ..serdes import Serde
 
 _LONG = struct.Struct(">q")
+_drops = logging.getLogger("streamlib.drops")
+#: seconds between two warnings for drops of one reason at one node
+DROP_WARNING_INTERVAL = 10.0
+_last_drop_warning: dict[tuple[str, str], float] = {}
+
+
+def warn_drop(node: str, reason: str, record: Optional[Record], count: int = 1) -> None:
+    """Log a dropped record as one warning line naming the node, the reason and where the
+    record came from (topic, partition, offset), at most one per node and reason every
+    :data:`DROP_WARNING_INTERVAL` seconds (the ``dropped_records`` metric counts them all)."""
+    now = time.monotonic()
+    if now - _last_drop_warning.get((node, reason), -DROP_WARNING_INTERVAL) < DROP_WARNING_INTERVAL:
+        return
+    _last_drop_warning[(node, reason)] = now
+    where = ("" if record is None or record.topic is None
+             else f" from {record.topic} partition {record.partition} offset {record.offset}")
+    _drops.warning("%s dropped %d record(s)%s: %s (more drops of this kind are counted in "
+                   "dropped_records and logged at most every %.0f s)",
+                   node, count, where, reason, DROP_WARNING_INTERVAL)
 
 
 class ProcessingError(StreamlibError, RuntimeError):

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..node_kinds import STREAM_TABLE_JOIN_UPDATE, STREAM_TABLE_JOIN_VERSIONED
-from .base import Processor
+from .base import Processor, warn_drop
 from .record import Change, Headers, Record
 from .stores.stream_buffer import StreamBuffer
 from .stores.versioned import VersionedKeyValueStore
@@ -85,6 +85,13 @@ class VersionedStreamTableJoinProcessor(_VersionedJoin):
         if record.timestamp > self.stream_time:
             self.context.put_long(self._time_key, record.timestamp)
         row = versions.get_as_of(key, record.timestamp)
+        if row is None and versions.forgot(key, record.timestamp):
+            # the table's row at that time is gone from its history: joining with no row
+            # would be a silently wrong answer (Kafka gives one); count and log the drop
+            self.context.count("dropped_records")
+            warn_drop(self.name, "older than the table's history (history_retention), whose version "
+                      "for that time has expired", record)
+            return
         other = None if row is None else row[0]
         if other is not None or self.left:
             self.forward(record.with_value(self.joiner(value, other)))

@@ -122,6 +122,15 @@ class VersionedKeyValueStore(TimedStore):
         _, value, valid_from = found
         return None if value is None else (value, valid_from)
 
+    def forgot(self, key: Any, timestamp: int) -> bool:
+        """Whether the version of ``key`` valid at ``timestamp`` has expired: the time is
+        older than the history and the key's latest version began after it, so
+        :meth:`get_as_of` cannot say what the table held then (it answers None)."""
+        if timestamp >= self.history_start:
+            return False
+        latest = self._key_nearest(self.key_serde.serialize(key), None, None, newest=True)
+        return latest is not None and latest[2] > timestamp
+
     def next_version_after(self, key: Any, timestamp: int) -> Optional[int]:
         """The timestamp of the key's oldest version newer than ``timestamp``, or None."""
         found = self._key_nearest(self.key_serde.serialize(key), timestamp + 1, None, newest=False)
