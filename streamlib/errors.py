@@ -24,6 +24,10 @@ class StreamlibError(Exception):
     """Base of the errors streamlib raises about an application and its data."""
 
 
+class ConfigurationError(StreamlibError):
+    """A ``StreamsConfig`` setting cannot work (e.g. a state directory that cannot be written)."""
+
+
 class ApplicationAlreadyRunning(StreamlibError):
     """Another process runs the same application (same checkpoint or state directory)."""
 

@@ -59,6 +59,11 @@ def _configured(key: str, submitted: bool) -> bool:
     return SparkConf().contains(key)
 
 
+def active_session() -> Optional[SparkSession]:
+    """The active SparkSession of this thread or process, ``None`` if there is none."""
+    return SparkSession.getActiveSession()
+
+
 def _quiet_jvm_conf() -> dict[str, str]:
     """The JVM of a session streamlib starts logs with :data:`LOG4J_CONFIG` (Spark's
     defaults at WARN, minus the warnings every local run prints), and binds to the
