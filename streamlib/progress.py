@@ -82,6 +82,11 @@ class Progress:
         """The next batches catch up on a backlog (``process_available()``): show a bar."""
         self._catching_up, self._caught_up = True, 0
 
+    @property
+    def caught_up(self) -> int:
+        """Records read since :meth:`catching_up` (what the bar shows)."""
+        return self._caught_up
+
     def done(self) -> None:
         """The catch-up is over: remove the bar."""
         self._catching_up = False
