@@ -10,7 +10,9 @@ sessions streamlib creates) those reports are dropped, because the exception the
 application raises carries them; ``spark.log.level`` INFO or DEBUG (``--conf
 spark.log.level=INFO``, or ``spark.sparkContext.setLogLevel``) keeps all of them. Known
 noise is dropped at every level: "Failed to cancel job group ... Cannot find active
-jobs" (logged on every stop of a query whose batch had already finished).
+jobs" (logged on every stop of a query whose batch had already finished), that
+adaptive execution does not apply to streaming queries (every start), and that
+streamlib's data sources were registered again.
 """
 from __future__ import annotations
 
@@ -32,6 +34,12 @@ FAILURE_REPORTERS = (
 #: (logger, regular expression of whole messages) that are noise at every level.
 NOISE = (
     ("org.apache.spark.scheduler.DAGScheduler", r"Failed to cancel job group .*Cannot find active jobs.*"),
+    # on every start of a query: adaptive execution is for batch queries (app.table) too
+    ("org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream",
+     r"spark\.sql\.adaptive\.enabled is not supported in streaming.*"),
+    # registering streamlib's sources again on a session (each Streams does) is harmless
+    ("org.apache.spark.sql.execution.datasources.DataSourceManager",
+     r"The data source streamlib(-store)? replaced a previously registered data source\."),
 )
 
 _QUIET_LEVELS = ("WARN", "ERROR", "FATAL", "OFF")
@@ -60,9 +68,11 @@ def quiet_spark_logs(spark: Any) -> None:
     deny, neutral = log4j.core.Filter.Result.DENY, log4j.core.Filter.Result.NEUTRAL
     for name, pattern in NOISE:
         logger = config.getLoggerConfig(name)
-        if logger.getName() != name:  # inherits from the root: give it a config of its own
-            log4j.core.config.Configurator.setLevel(name, config.getRootLogger().getLevel())
-            logger = context.getConfiguration().getLoggerConfig(name)
+        if logger.getName() != name:
+            # a config of its own for the filter, with no level: it follows the root's
+            # level (and spark.log.level) as before
+            logger = log4j.core.config.LoggerConfig(name, None, True)
+            config.addLogger(name, logger)
         logger.addFilter(log4j.core.filter.RegexFilter.createFilter(pattern, None, False, deny, neutral))
     context.updateLoggers()
 

@@ -43,9 +43,9 @@ def register_data_sources(spark: SparkSession) -> SparkSession:
     from streamlib.spark.source import TopicDataSource
     from streamlib.spark.store_source import StoreDataSource
 
+    quiet_spark_logs(spark)
     spark.dataSource.register(TopicDataSource)
     spark.dataSource.register(StoreDataSource)
-    quiet_spark_logs(spark)
     return spark
 
 
