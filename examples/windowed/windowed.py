@@ -7,7 +7,13 @@ updates until each window closes, and writes one final count per window to
 ``streams-windowed-output`` (``Windowed`` keys in Kafka's TimeWindowedSerde format,
 Long values). Run it with spark-submit, from any directory::
 
-    spark-submit examples/windowed/windowed.py
+    PYSPARK_PYTHON=$VENV/bin/python $VENV/bin/spark-submit examples/windowed/windowed.py
+
+``PYSPARK_PYTHON`` names the interpreter that has streamlib installed (``$VENV``: its
+virtual environment, e.g. ``.venv`` of a clone); spark-submit starts the driver with it,
+and streamlib starts Spark's Python workers with the driver's interpreter. Without
+it spark-submit takes ``python3`` from ``PATH``, which works only inside the activated
+environment.
 
 It produces the bundled sample (``data/events.tsv``: ISO time, tab, text) unless
 ``--input`` names another file, processes everything available, and prints the final
