@@ -9,11 +9,8 @@ carry the header ``streamlib.update``. Run it with spark-submit, from any direct
 
     PYSPARK_PYTHON=$VENV/bin/python $VENV/bin/spark-submit examples/enrichment/enrichment.py
 
-``PYSPARK_PYTHON`` names the interpreter that has streamlib installed (``$VENV``: its
-virtual environment, e.g. ``.venv`` of a clone); spark-submit starts the driver with it,
-and streamlib starts Spark's Python workers with the driver's interpreter. Without
-it spark-submit takes ``python3`` from ``PATH``, which works only inside the activated
-environment.
+(``PYSPARK_PYTHON``: the interpreter that has streamlib installed, ``$VENV`` its
+environment; docs/getting-started.md says why.)
 
 It produces the first batch of the bundled events (``data/events.tsv``), processes
 them, then produces the second batch (late customer updates) and processes again,

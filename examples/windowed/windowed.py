@@ -9,11 +9,8 @@ Long values). Run it with spark-submit, from any directory::
 
     PYSPARK_PYTHON=$VENV/bin/python $VENV/bin/spark-submit examples/windowed/windowed.py
 
-``PYSPARK_PYTHON`` names the interpreter that has streamlib installed (``$VENV``: its
-virtual environment, e.g. ``.venv`` of a clone); spark-submit starts the driver with it,
-and streamlib starts Spark's Python workers with the driver's interpreter. Without
-it spark-submit takes ``python3`` from ``PATH``, which works only inside the activated
-environment.
+(``PYSPARK_PYTHON``: the interpreter that has streamlib installed, ``$VENV`` its
+environment; docs/getting-started.md says why.)
 
 It produces the bundled sample (``data/events.tsv``: ISO time, tab, text) unless
 ``--input`` names another file, processes everything available, and prints the final
