@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 from streamlib.spark.java_check import require_java
 from streamlib.spark.kafka_source import fetched_jars_conf
 from streamlib.spark.logs import DEFAULT_LEVEL, quiet_spark_logs
+from streamlib.state.restore_bar import ENABLE as RESTORE_BARS
 
 #: Defaults for a session streamlib creates itself (never forced on an existing one).
 LOCAL_DEFAULTS: dict[str, str] = {
@@ -44,9 +45,18 @@ def register_data_sources(spark: SparkSession) -> SparkSession:
     from streamlib.spark.store_source import StoreDataSource
 
     quiet_spark_logs(spark)
+    show_restore_bars(spark)
     spark.dataSource.register(TopicDataSource)
     spark.dataSource.register(StoreDataSource)
     return spark
+
+
+def show_restore_bars(spark: SparkSession) -> None:
+    """Turn on the bars of long store restores (:mod:`streamlib.state.restore_bar`) in the
+    Python workers of a local session whose driver writes to a terminal: their stderr is
+    then that terminal. The environment goes to every Python function made afterwards."""
+    if spark.sparkContext.master.startswith("local") and sys.stderr.isatty():
+        spark.sparkContext.environment[RESTORE_BARS] = "1"
 
 
 def _configured(key: str, submitted: bool) -> bool:
