@@ -27,7 +27,8 @@ def check_before_spark(topology: Topology, config: StreamsConfig, topics: bool =
     ``topics``, a missing input topic (``TopologyError``), before Spark is started."""
     parse_url(config.bootstrap)
     writable(config.state_dir, "state_dir")
-    writable(config.resolved_checkpoint_location(), "checkpoint_location")
+    if "://" not in (config.checkpoint_location or ""):   # hdfs://, s3a://: Spark's to check
+        writable(config.resolved_checkpoint_location(), "checkpoint_location")
     if topics:
         with open_backend(config.bootstrap, producer_config=config.producer_config,
                           consumer_config=config.consumer_config) as backend:

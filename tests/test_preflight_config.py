@@ -47,6 +47,12 @@ def test_a_state_dir_that_cannot_be_written_fails(tmp_path):
             check_before_spark(_topology(), _config(tmp_path, state_dir=str(locked)), topics=False)
 
 
+def test_a_remote_checkpoint_location_is_left_to_spark(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    check_before_spark(_topology(), _config(tmp_path, checkpoint_location="s3a://bucket/cp"), topics=False)
+    assert not (tmp_path / "s3a:").exists()
+
+
 def test_a_missing_input_topic_fails_and_an_existing_one_passes(tmp_path):
     config = _config(tmp_path)
     with pytest.raises(TopologyError, match="source topic 'in' does not exist"):
