@@ -29,7 +29,8 @@ def python_blocks(page: Path) -> list[str]:
 
 
 def _pages_with_code() -> list[Path]:
-    return [p for p in PAGES + [ROOT / "README.md"] if python_blocks(p)]
+    """Pages with Python blocks (the README's tour runs in tests/test_examples_cli_bugs.py)."""
+    return [p for p in PAGES if python_blocks(p)]
 
 
 @pytest.mark.parametrize("page", _pages_with_code(), ids=lambda p: str(p.relative_to(ROOT)))
@@ -40,6 +41,16 @@ def test_the_code_blocks_of_a_page_run_in_order(page, tmp_path):
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
                           timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, f"{page.name}:\n{done.stderr[-3000:]}"
+
+
+def test_describing_the_readme_tour_runs_none_of_it(tmp_path):
+    tour = tmp_path / "tour.py"
+    tour.write_text(python_blocks(ROOT / "README.md")[0])
+    done = subprocess.run([sys.executable, "-m", "streamlib", "describe", str(tour)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert "Changelog: tour-counts-changelog (store: counts)" in done.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tour.py"], "describe ran the tour"
 
 
 def test_the_configuration_page_documents_every_streams_config_field():
