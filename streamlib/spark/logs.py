@@ -55,13 +55,16 @@ def quiet_spark_logs(spark: Any) -> None:
     Connect) is left as it is.
     """
     _quiet_py4j_callbacks()
-    jvm = getattr(getattr(spark, "sparkContext", None), "_jvm", None)
-    if jvm is None or spark.sparkContext.applicationId in _DONE:
+    try:
+        context, jvm = spark.sparkContext, spark.sparkContext._jvm
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext to reach
         return
-    _DONE.add(spark.sparkContext.applicationId)
+    if jvm is None or context.applicationId in _DONE:
+        return
+    _DONE.add(context.applicationId)
     log4j = jvm.org.apache.logging.log4j
-    context = log4j.LogManager.getContext(False)
-    config = context.getConfiguration()
+    logs = log4j.LogManager.getContext(False)
+    config = logs.getConfiguration()
     if str(config.getRootLogger().getLevel()) in _QUIET_LEVELS:
         for name in FAILURE_REPORTERS:
             log4j.core.config.Configurator.setLevel(name, log4j.Level.OFF)
@@ -74,7 +77,7 @@ def quiet_spark_logs(spark: Any) -> None:
             logger = log4j.core.config.LoggerConfig(name, None, True)
             config.addLogger(name, logger)
         logger.addFilter(log4j.core.filter.RegexFilter.createFilter(pattern, None, False, deny, neutral))
-    context.updateLoggers()
+    logs.updateLoggers()
 
 
 class _RepeatedCallbackFailure(logging.Filter):

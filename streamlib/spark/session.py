@@ -55,8 +55,12 @@ def show_restore_bars(spark: SparkSession) -> None:
     """Turn on the bars of long store restores (:mod:`streamlib.state.restore_bar`) in the
     Python workers of a local session whose driver writes to a terminal: their stderr is
     then that terminal. The environment goes to every Python function made afterwards."""
-    if spark.sparkContext.master.startswith("local") and sys.stderr.isatty():
-        spark.sparkContext.environment[RESTORE_BARS] = "1"
+    try:
+        context = spark.sparkContext
+    except Exception:  # noqa: BLE001 - Spark Connect: no workers of ours to tell
+        return
+    if context.master.startswith("local") and sys.stderr.isatty():
+        context.environment[RESTORE_BARS] = "1"
 
 
 def _configured(key: str, submitted: bool) -> bool:
