@@ -9,13 +9,13 @@ export PYSPARK_DRIVER_PYTHON := $(VPY)
 # Java artifact versions: one place, shared with Maven (-D) and Python (streamlib.jvm).
 include streamlib/versions.env
 
-.PHONY: test wordcount bench java jars kafka-up kafka-down clean faults
+.PHONY: test wordcount bench java jars kafka-up kafka-down clean faults docs
 
 $(STAMP): pyproject.toml setup.py streamlib-spark-path.pth
 	@command -v $(PYTHON) >/dev/null || { echo "streamlib needs $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -e '.[test]'
+	$(VPY) -m pip install -q -e '.[test,docs]'
 	touch $(STAMP)
 
 java:
@@ -46,6 +46,11 @@ wordcount: $(STAMP) java
 	$(abspath $(VENV))/bin/spark-submit --master 'local[2]' --conf spark.log.level=WARN \
 	    examples/wordcount/wordcount.py --input examples/wordcount/data/input.txt
 
+# The documentation site (docs/, Sphinx) into docs/_build/html; warnings are errors.
+# tests/test_docs.py runs the same build and the docs' code blocks.
+docs: $(STAMP)
+	$(VPY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
+
 # Fault injection: 50 SIGKILLs per registered topology, restarts, lost and corrupted
 # state; compares with a failure-free run and prints the summary table. Time-box it
 # with FAULTS_ARGS='--stop-killing-at 23:00' (UTC); every run is logged as it ends.
@@ -65,4 +70,4 @@ bench: $(STAMP) java
 	$(VPY) benchmarks/source_runner_bench.py
 
 clean:
-	rm -rf $(VENV) .cache streamlib-data streamlib-state examples/wordcount/run
+	rm -rf $(VENV) .cache streamlib-data streamlib-state examples/wordcount/run docs/_build

@@ -14,11 +14,11 @@ from typing import Any, Optional
 from .config import StreamsConfig
 from .errors import translate
 from .instance import ApplicationLock
-from .preflight import prepare_changelogs
+from .preflight import check_before_spark, prepare_changelogs, require_input_topics
+from .progress import Progress
 from .runtime.batches import data_pass, time_pass
 from .state.cache import release_everywhere
-from .topics import TopicNotFound
-from .topology import Topology, TopologyError
+from .topology import Topology
 
 log = logging.getLogger("streamlib")
 #: A micro-batch reads consecutive topic partitions in one Spark task until it holds this
@@ -55,6 +55,9 @@ class Streams:
 
         self.topology = topology
         self.config = config or StreamsConfig()
+        # Mistakes in the config and missing input topics fail here, not after Spark's
+        # start; with a session already there the topics are checked at start().
+        check_before_spark(topology, self.config, topics=spark is None and not _spark_running())
         if spark is None:
             from .spark.kafka_source import session_conf
             spark = get_or_create_session(conf=session_conf(self.config.bootstrap))
@@ -74,6 +77,7 @@ class Streams:
         self._lock = threading.Lock()
         self._instance = ApplicationLock.of(self.config)
         self._queries: Any = None  # streamlib.query.service.Queries, made on first use
+        self._progress = Progress()  # a line per batch at INFO, a bar while catching up
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -94,6 +98,7 @@ class Streams:
         from .spark.kafka_source import hit_progress_report_bug
 
         for attempt in (1, 2):
+            self._progress.catching_up()
             self._start(trigger={"processingTime": "0 seconds"})
             try:
                 _streamlib_errors(self._query.processAllAvailable)
@@ -102,6 +107,7 @@ class Streams:
                 if attempt == 2 or not hit_progress_report_bug(exc):
                     raise
             finally:
+                self._progress.done()
                 self.stop()
 
     def await_termination(self, timeout: Optional[float] = None) -> bool:
@@ -185,6 +191,7 @@ class Streams:
         # A Kafka log end may count transaction markers past the last record: there a
         # batch always closes windows itself rather than trust "more input is waiting".
         self._input_backend = None if kafka_source.is_kafka(self.config.bootstrap) else backend
+        self._progress.watch(self._checkpoint, backend)
         prepare_changelogs(self.topology, self.config, backend,
                            {stage.sub.id: stage.plan.num_partitions for stage in self._plan.stages})
         stream = self._source_stream(backend)
@@ -244,19 +251,7 @@ class Streams:
         """Check the source topics (they exist, co-partitioned where a stateful step reads
         several), create missing sink topics; return the partition
         count of the inputs (the default number of tasks per stateful stage)."""
-        counts = {}
-        for topic in self.topology.source_topics():
-            try:
-                counts[topic] = backend.num_partitions(topic)
-            except TopicNotFound:
-                raise TopologyError(f"source topic {topic!r} does not exist; create it first "
-                                    f"(python -m streamlib topics create {topic})") from None
-        for topic in self.topology.global_stores().values():   # read by the tasks themselves
-            try:
-                backend.num_partitions(topic)
-            except TopicNotFound:
-                raise TopologyError(f"global table topic {topic!r} does not exist; create it first "
-                                    f"(python -m streamlib topics create {topic})") from None
+        counts = require_input_topics(self.topology, backend)
         self.topology.check_copartitioned(counts)
         partitions = max(counts.values(), default=1)
         outputs = list(self.topology.sink_topics())
@@ -274,8 +269,10 @@ class Streams:
         that pass is left out while more input is waiting: a task is never advanced past
         records it has yet to read (DESIGN.md, "Time and order"), so windows close once
         the backlog is read (:mod:`streamlib.spark.stream_time_log`)."""
+        started = time.monotonic()
         try:
-            self._run_passes(df, batch_id)
+            reports = self._run_passes(df, batch_id)
+            self._progress.batch_done(batch_id, reports, time.monotonic() - started, self._stream_time)
         except Exception:
             if not self._stopping:
                 raise
@@ -285,7 +282,7 @@ class Streams:
             # a clean stop, not with the cancelled job's Java trace (streamlib.spark.stopping).
             raise batch_interrupted(batch_id) from None
 
-    def _run_passes(self, df: Any, batch_id: int) -> None:
+    def _run_passes(self, df: Any, batch_id: int) -> dict[str, dict]:
         started = time.perf_counter()
         before = self._start_of(batch_id)
         # The records pass moves no task to the application's stream time: a task may
@@ -301,6 +298,7 @@ class Streams:
         with self._lock:
             self._last_batch = batch_id
         self._interactive().committed(time_pass(batch_id), reports, time.perf_counter() - started)
+        return reports
 
     def _start_of(self, batch_id: int) -> int:
         """The stream time a batch starts from: after a restart, or in a re-run of a
@@ -415,6 +413,16 @@ def _streamlib_errors(call: Any) -> Any:
         if error is None:
             raise
         raise error from exc
+
+
+def _spark_running() -> bool:
+    """Whether a SparkSession is active (without importing pyspark when none can be)."""
+    import sys
+
+    if "pyspark" not in sys.modules:
+        return False
+    from .spark.session import active_session
+    return active_session() is not None
 
 
 def committed_offsets(progress: Optional[dict]) -> dict[str, dict[int, int]]:

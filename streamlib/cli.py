@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Callable, Optional, Sequence
 
-from .app_file import AppFileError, load_topologies
+from .app_file import AppFileError, application_id_in, load_topologies
 from .config import StreamsConfig
 from .errors import StreamlibError
 from .reset import reset_application
@@ -224,21 +224,24 @@ def _add_consume(subparsers) -> None:
 def _describe(args: argparse.Namespace) -> None:
     try:
         topologies = load_topologies(args.app)
+        application_id = args.application_id or application_id_in(args.app)
     except AppFileError as exc:
         raise CliError(str(exc)) from None
     for name, topology in topologies.items():
         if len(topologies) > 1:
             print(f"# {name}")
-        print(topology.describe(args.application_id), end="")
+        print(topology.describe(application_id), end="")
 
 
 def _add_describe(subparsers) -> None:
     describe = subparsers.add_parser("describe", help="print the topology an application file defines")
     describe.add_argument("app", metavar="APP.py",
-                          help="imported without running its __main__ block; a module-level Topology or "
-                               "StreamsBuilder, or a build_topology()/topology() function")
+                          help="read without running it: its top-level statements up to the first "
+                               "that runs the application (never its __main__ block); a module-level "
+                               "Topology or StreamsBuilder, or a build_topology()/topology() function")
     describe.add_argument("--application-id", default=None,
-                          help="name internal topics as this application would")
+                          help="name internal topics as this application would (default: the "
+                               "application_id the file gives StreamsConfig)")
     describe.set_defaults(run=_describe)
 
 

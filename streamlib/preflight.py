@@ -1,20 +1,68 @@
-"""Checks ``Streams.start()`` runs before it writes anything: the application's
-changelog topics must match its task counts, and must exist if it has progress.
+"""Checks that run before anything is written, and before Spark starts where they can.
 
-Kafka Streams fails the same way on a changelog partition mismatch: a task's state
-lives in its partition of the changelog, and keys are hashed to tasks, so another
-count would scatter keys over the wrong stores (DESIGN.md "Partitions are fixed per
-application").
+Before Spark starts (:func:`check_before_spark`, from ``Streams(...)``, which otherwise
+reports a mistake only after Spark's 10-15 s start): the bootstrap URL parses, the
+state directory and the checkpoint location can be written, and the input topics exist.
+
+Before ``Streams.start()`` writes (:func:`prepare_changelogs`): the application's
+changelog topics must match its task counts, and must exist if it has progress. Kafka
+Streams fails the same way on a changelog partition mismatch: a task's state lives in
+its partition of the changelog, and keys are hashed to tasks, so another count would
+scatter keys over the wrong stores (DESIGN.md "Partitions are fixed per application").
 """
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from typing import Any, Mapping
 
 from .config import StreamsConfig
-from .errors import RESET_HINT, ChangelogMissing, PartitionCountMismatch
-from .topics import TopicNotFound
-from .topology import Topology
+from .errors import RESET_HINT, ChangelogMissing, ConfigurationError, PartitionCountMismatch
+from .topics import TopicNotFound, open_backend, parse_url
+from .topology import Topology, TopologyError
+
+
+def check_before_spark(topology: Topology, config: StreamsConfig, topics: bool = True) -> None:
+    """Raise on a malformed bootstrap URL (``TopicsError``), a state directory or
+    checkpoint location that cannot be written (:class:`ConfigurationError`), and, with
+    ``topics``, a missing input topic (``TopologyError``), before Spark is started."""
+    parse_url(config.bootstrap)
+    writable(config.state_dir, "state_dir")
+    if "://" not in (config.checkpoint_location or ""):   # hdfs://, s3a://: Spark's to check
+        writable(config.resolved_checkpoint_location(), "checkpoint_location")
+    if topics:
+        with open_backend(config.bootstrap, producer_config=config.producer_config,
+                          consumer_config=config.consumer_config) as backend:
+            require_input_topics(topology, backend)
+
+
+def writable(path: str, name: str) -> None:
+    """Create directory ``path`` if needed; raise :class:`ConfigurationError` naming the
+    setting if it cannot be created or written."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise ConfigurationError(f"{name} {path!r} cannot be created: {exc.strerror or exc}") from None
+    if not os.path.isdir(path) or not os.access(path, os.W_OK | os.X_OK):
+        raise ConfigurationError(f"{name} {path!r} is not a writable directory")
+
+
+def require_input_topics(topology: Topology, backend: Any) -> dict[str, int]:
+    """The partition counts of the topology's source topics; raise ``TopologyError``
+    naming the first missing source or global table topic."""
+    counts = {}
+    for topic in topology.source_topics():
+        try:
+            counts[topic] = backend.num_partitions(topic)
+        except TopicNotFound:
+            raise TopologyError(f"source topic {topic!r} does not exist; create it first "
+                                f"(python -m streamlib topics create {topic})") from None
+    for topic in topology.global_stores().values():   # read by the tasks themselves
+        try:
+            backend.num_partitions(topic)
+        except TopicNotFound:
+            raise TopologyError(f"global table topic {topic!r} does not exist; create it first "
+                                f"(python -m streamlib topics create {topic})") from None
+    return counts
 
 
 def has_progress(config: StreamsConfig) -> bool:

@@ -121,6 +121,63 @@ def test_describe_prints_the_topology_of_an_example_and_of_a_module_level_builde
     assert result.stdout.startswith("# first\nTopologies:\n") and "\n# second\nTopologies:\n" in result.stdout
 
 
+TOUR_LIKE = '''
+from streamlib import Materialized, Streams, StreamsBuilder, StreamsConfig
+from streamlib.topics import open_backend
+
+builder = StreamsBuilder()
+builder.stream("in").group_by_key().count(materialized=Materialized.as_("per-key")).to_stream().to("out")
+topology = builder.build()
+print("building done")
+with open_backend("local://{root}") as topics:
+    topics.create_topic("in", exist_ok=True)
+app = Streams(topology, StreamsConfig(application_id="tour-app", bootstrap="local://{root}"))
+app.process_available()
+'''
+
+MAIN_AT_MODULE_LEVEL = '''
+from streamlib import Materialized, Streams, StreamsBuilder, StreamsConfig
+
+APP_ID = "from-a-constant"
+
+def build_topology():
+    builder = StreamsBuilder()
+    builder.stream("in").group_by_key().count(materialized=Materialized.as_("per-key")).to_stream().to("out")
+    return builder.build()
+
+def run():
+    Streams(build_topology(), StreamsConfig(application_id=APP_ID)).process_available()
+
+run()
+'''
+
+
+def test_describe_runs_no_application_code_and_names_topics_with_the_files_application_id(tmp_path):
+    data = tmp_path / "data"
+    tour = tmp_path / "tour.py"
+    tour.write_text(TOUR_LIKE.format(root=data))
+    result = streamlib("describe", str(tour))
+    assert result.returncode == 0, result.stderr
+    assert not data.exists(), "describe ran the file's application code (it opened the topics)"
+    assert "Changelog: tour-app-per-key-changelog (store: per-key)" in result.stdout
+    assert "<application_id>" not in result.stdout and "building done" not in result.stdout
+    result = streamlib("describe", str(tour), "--application-id", "other")
+    assert "Changelog: other-per-key-changelog" in result.stdout
+    # a function at module level that starts the application is stopped by the guard
+    main_call = tmp_path / "main_call.py"
+    main_call.write_text(MAIN_AT_MODULE_LEVEL.replace("\nrun()", "\nprint('side effect')\nrun()"))
+    result = streamlib("describe", str(main_call))
+    assert result.returncode == 0, result.stderr
+    assert "Changelog: from-a-constant-per-key-changelog" in result.stdout
+    assert "side effect" in result.stderr and "side effect" not in result.stdout
+
+
+def test_describe_shows_the_wordcount_examples_own_application_id():
+    result = streamlib("describe", os.path.join(ROOT, "examples", "wordcount", "wordcount.py"))
+    assert result.returncode == 0, result.stderr
+    assert "Changelog: streams-wordcount-counts-changelog (store: counts)" in result.stdout
+
+
 def test_describe_errors_are_one_line(tmp_path):
     empty, broken, bad_function = tmp_path / "empty.py", tmp_path / "broken.py", tmp_path / "bad.py"
     empty.write_text("X = 1\n")

@@ -72,5 +72,5 @@ def test_make_wordcount_keeps_its_output_where_the_readme_consume_finds_it():
     submit = [line for line in recipe if "spark-submit" in line]
     assert submit and not any(line.startswith("rm ") or line.startswith("cd ") for line in recipe)
     assert "examples/wordcount/wordcount.py" in submit[0] and "--bootstrap" not in submit[0]
-    readme = (ROOT / "README.md").read_text()
-    assert "python -m streamlib consume --topic streams-wordcount-output" in readme
+    session = (ROOT / "docs" / "examples.md").read_text()   # the README links it
+    assert "python -m streamlib consume --topic streams-wordcount-output" in session

@@ -7,7 +7,10 @@ was placed; when a customer update arrives late (its time is older than orders
 already enriched), the affected orders are enriched again and the corrected results
 carry the header ``streamlib.update``. Run it with spark-submit, from any directory::
 
-    spark-submit examples/enrichment/enrichment.py
+    PYSPARK_PYTHON=$VENV/bin/python $VENV/bin/spark-submit examples/enrichment/enrichment.py
+
+(``PYSPARK_PYTHON``: the interpreter that has streamlib installed, ``$VENV`` its
+environment; docs/getting-started.md says why.)
 
 It produces the first batch of the bundled events (``data/events.tsv``), processes
 them, then produces the second batch (late customer updates) and processes again,

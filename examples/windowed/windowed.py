@@ -7,7 +7,10 @@ updates until each window closes, and writes one final count per window to
 ``streams-windowed-output`` (``Windowed`` keys in Kafka's TimeWindowedSerde format,
 Long values). Run it with spark-submit, from any directory::
 
-    spark-submit examples/windowed/windowed.py
+    PYSPARK_PYTHON=$VENV/bin/python $VENV/bin/spark-submit examples/windowed/windowed.py
+
+(``PYSPARK_PYTHON``: the interpreter that has streamlib installed, ``$VENV`` its
+environment; docs/getting-started.md says why.)
 
 It produces the bundled sample (``data/events.tsv``: ISO time, tab, text) unless
 ``--input`` names another file, processes everything available, and prints the final

@@ -2,9 +2,15 @@
 
 Reads lines from ``streams-plaintext-input``, splits them into lower-case words,
 counts per word, and writes the counts (String keys, Long values) to
-``streams-wordcount-output``. Run it with spark-submit::
+``streams-wordcount-output``. Run it with spark-submit, from any directory::
 
-    spark-submit examples/wordcount/wordcount.py --input examples/wordcount/data/input.txt
+    PYSPARK_PYTHON=$VENV/bin/python $VENV/bin/spark-submit examples/wordcount/wordcount.py --input examples/wordcount/data/input.txt
+
+``PYSPARK_PYTHON`` names the interpreter that has streamlib installed (``$VENV``: its
+virtual environment, e.g. ``.venv`` of a clone); spark-submit starts the driver with it,
+and streamlib starts Spark's Python workers with the driver's interpreter. Without
+it spark-submit takes ``python3`` from ``PATH``, which works only inside the activated
+environment.
 
 By default it processes everything available, prints the top words and exits; a
 second run continues the counts (progress lives beside the topics). ``--follow``

@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..config import StreamsConfig
-from ..errors import StreamlibError
+from ..errors import StreamlibError, user_frame
 from ..topology import Node
 from .record import Record
 from .timers import STREAM_TIME, Timer, Timers
@@ -187,4 +187,6 @@ class Processor:
             except ProcessingError:
                 raise
             except Exception as exc:
-                raise ProcessingError(f"{type(exc).__name__}: {exc}", record, child.name) from exc
+                frame = user_frame(exc.__traceback__)
+                raised_at = f" (raised at {frame})" if frame else ""
+                raise ProcessingError(f"{type(exc).__name__}: {exc}{raised_at}", record, child.name) from exc

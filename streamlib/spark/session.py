@@ -9,6 +9,8 @@ from pyspark.sql import SparkSession
 
 from streamlib.spark.java_check import require_java
 from streamlib.spark.kafka_source import fetched_jars_conf
+from streamlib.spark.logs import DEFAULT_LEVEL, quiet_spark_logs
+from streamlib.state.restore_bar import ENABLE as RESTORE_BARS
 
 #: Defaults for a session streamlib creates itself (never forced on an existing one).
 LOCAL_DEFAULTS: dict[str, str] = {
@@ -18,6 +20,9 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
 }
+
+#: Log4j 2 configuration of the JVMs of sessions streamlib starts (not of spark-submit's).
+LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 
 #: Spark's Python daemon, minus pyspark's source zip on the path (see :mod:`streamlib.spark.daemon`).
 #: Set on every session streamlib creates, spark-submit's included, unless already configured.
@@ -29,6 +34,8 @@ def register_data_sources(spark: SparkSession) -> SparkSession:
     ``streamlib-store`` (``Streams.table``) and ``streamlib-clock`` on ``spark``.
 
     Registering again is harmless, so this is safe on a session made by spark-submit.
+    Spark's repeated reports of a failure streamlib raises, and its known noise, are
+    dropped from its logs (:mod:`streamlib.spark.logs`).
 
     >>> spark = get_or_create_session()
     >>> register_data_sources(spark) is spark
@@ -38,10 +45,24 @@ def register_data_sources(spark: SparkSession) -> SparkSession:
     from streamlib.spark.source import TopicDataSource
     from streamlib.spark.store_source import StoreDataSource
 
+    quiet_spark_logs(spark)
+    show_restore_bars(spark)
     spark.dataSource.register(TopicDataSource)
     spark.dataSource.register(StoreDataSource)
     spark.dataSource.register(ClockDataSource)
     return spark
+
+
+def show_restore_bars(spark: SparkSession) -> None:
+    """Turn on the bars of long store restores (:mod:`streamlib.state.restore_bar`) in the
+    Python workers of a local session whose driver writes to a terminal: their stderr is
+    then that terminal. The environment goes to every Python function made afterwards."""
+    try:
+        context = spark.sparkContext
+    except Exception:  # noqa: BLE001 - Spark Connect: no workers of ours to tell
+        return
+    if context.master.startswith("local") and sys.stderr.isatty():
+        context.environment[RESTORE_BARS] = "1"
 
 
 def _configured(key: str, submitted: bool) -> bool:
@@ -52,6 +73,20 @@ def _configured(key: str, submitted: bool) -> bool:
 
     SparkContext._ensure_initialized()  # connects to spark-submit's JVM, whose conf we read
     return SparkConf().contains(key)
+
+
+def active_session() -> Optional[SparkSession]:
+    """The active SparkSession of this thread or process, ``None`` if there is none."""
+    return SparkSession.getActiveSession()
+
+
+def _quiet_jvm_conf() -> dict[str, str]:
+    """The JVM of a session streamlib starts logs with :data:`LOG4J_CONFIG` (Spark's
+    defaults at WARN, minus the warnings every local run prints), and binds to the
+    loopback address unless ``SPARK_LOCAL_IP`` says otherwise (a local session needs no
+    other; Spark warns about a hostname resolving to loopback otherwise)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG}"}
 
 
 def get_or_create_session(master: Optional[str] = None, app_name: str = "streamlib",
@@ -76,16 +111,20 @@ def get_or_create_session(master: Optional[str] = None, app_name: str = "streaml
         # Spark's Kafka source, when `make jars` fetched it (streamlib.spark.kafka_source).
         settings = {} if submitted else {"spark.master": "local[2]", **LOCAL_DEFAULTS,
                                          **fetched_jars_conf()}
-        if not submitted:
-            # Python workers (UDFs and data source planners alike) must run this
-            # interpreter, the one with streamlib installed, not the first `python3`
-            # on PATH; the JVM and its workers inherit the environment.
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        # Python workers (UDFs and data source planners alike) must run this
+        # interpreter, the one with streamlib installed, not the first `python3` on
+        # PATH (under spark-submit too, when only PYSPARK_DRIVER_PYTHON named it);
+        # the JVM and its workers inherit the environment.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         if not _configured(DAEMON_MODULE[0], submitted):
             settings[DAEMON_MODULE[0]] = DAEMON_MODULE[1]
+        if submitted and not _configured("spark.log.level", submitted):
+            settings["spark.log.level"] = DEFAULT_LEVEL
         settings.update(conf or {})
         if master is not None:
             settings["spark.master"] = master
+        if not submitted and settings["spark.master"].startswith("local"):
+            settings = {**_quiet_jvm_conf(), **settings}   # Spark's log level: WARN (conf spark.log.level)
         builder = SparkSession.builder.appName(app_name)
         for key, value in settings.items():
             builder = builder.config(key, value)

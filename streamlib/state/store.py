@@ -17,6 +17,7 @@ from typing import Callable, Optional
 from streamlib.state.changelog import NO_BATCH, Changelog
 from streamlib.state.kv import KeyValueStore
 from streamlib.state.metrics import StoreMetrics
+from streamlib.state.restore_bar import restore_bar
 from streamlib.state.rocksdb import RocksDB, StoreLockTimeout
 from streamlib.state.undo import decode_undo, encode_undo
 
@@ -129,16 +130,18 @@ class TaskStore:
             offset = log_start
         started = time.perf_counter()
         last = self._meta_int(LAST_BATCH)
-        for chunk in self.changelog.read(offset, log_end, batch_id, self._restore_chunk):
-            if not chunk.keys and chunk.resume_offset == offset:
-                break
-            meta = {CHANGELOG_OFFSET: _encode_int(chunk.resume_offset)}
-            if chunk.keys:
-                last = max(NO_BATCH if last is None else last, chunk.max_batch)
-                meta.update({LAST_BATCH: _encode_int(last), UNDO: None})
-            self._db.write(zip(chunk.keys, chunk.values), meta)
-            self.metrics.restored_records += len(chunk.keys)
-            offset = chunk.resume_offset
+        with restore_bar(log_end - offset, self.name) as bar:
+            for chunk in self.changelog.read(offset, log_end, batch_id, self._restore_chunk):
+                if not chunk.keys and chunk.resume_offset == offset:
+                    break
+                meta = {CHANGELOG_OFFSET: _encode_int(chunk.resume_offset)}
+                if chunk.keys:
+                    last = max(NO_BATCH if last is None else last, chunk.max_batch)
+                    meta.update({LAST_BATCH: _encode_int(last), UNDO: None})
+                self._db.write(zip(chunk.keys, chunk.values), meta)
+                self.metrics.restored_records += len(chunk.keys)
+                bar.update(chunk.resume_offset - offset)
+                offset = chunk.resume_offset
         self.metrics.restore_seconds += time.perf_counter() - started
 
     # -- commit ------------------------------------------------------------------------
