@@ -9,7 +9,7 @@ export PYSPARK_DRIVER_PYTHON := $(VPY)
 # Java artifact versions: one place, shared with Maven (-D) and Python (streamlib.jvm).
 include streamlib/versions.env
 
-.PHONY: test wordcount bench java jars kafka-up kafka-down clean faults docs
+.PHONY: test wordcount bench java jars kafka-up kafka-down clean faults docs parity-soak
 
 $(STAMP): pyproject.toml setup.py streamlib-spark-path.pth
 	@command -v $(PYTHON) >/dev/null || { echo "streamlib needs $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
@@ -56,6 +56,13 @@ docs: $(STAMP)
 # with FAULTS_ARGS='--stop-killing-at 23:00' (UTC); every run is logged as it ends.
 faults: $(STAMP) java
 	$(VPY) tests/faults/harness.py --kills 50 $(FAULTS_ARGS)
+
+# Spark against the test driver wherever micro-batches are cut, on random inputs:
+# PARITY_EXAMPLES cases (make test runs 2 and one fixed case). Prints the cases tried and any difference.
+PARITY_EXAMPLES ?= 200
+parity-soak: $(STAMP) java
+	PARITY_EXAMPLES=$(PARITY_EXAMPLES) $(VPY) -m pytest -q tests/test_parity_batches.py \
+	    tests/test_batch_parity_cases.py --hypothesis-show-statistics
 
 bench: $(STAMP) java
 	$(VPY) benchmarks/topics_bench.py

@@ -1,0 +1,100 @@
+"""Differential property test, driver against Spark, over where micro-batches are cut.
+
+Random out-of-order records (late ones and keyless ones included) on several partitions go
+through windowed counts (tumbling or hopping, random grace, with or without
+``suppress``) and a table filter looked up by a foreign-key join; Spark runs them in one
+batch or in batches of ``max_records_per_batch`` records, the driver takes them in Kafka
+Streams' order across partitions (the partition whose next record is oldest first, by the
+largest timestamp up to it). Final outputs, stores and ``dropped_records`` must be equal.
+
+``make test`` runs a few examples; ``make parity-soak`` runs ``PARITY_EXAMPLES`` of them
+(and prints how many it tried).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import strategies as st
+
+from both_engines import Input, assert_engines_agree, run_driver, run_spark
+from engine import Workspace
+from streamlib import (Consumed, Materialized, Produced, Serdes, StreamsBuilder, Suppressed, TimeWindows)
+from streamlib.topics.partitioner import default_partitioner
+
+S, L = Serdes.string(), Serdes.long()
+PARTITIONS = 2
+EXAMPLES = int(os.environ.get("PARITY_EXAMPLES", "2"))
+OUTPUTS = {"counts-out": (S, L), "joined-out": (S, S)}
+
+keys = st.sampled_from(["a", "b", "d", "f", None])
+records = st.lists(st.tuples(keys, st.sampled_from(["x", "y"]), st.integers(min_value=0, max_value=60_000)),
+                   min_size=1, max_size=30)
+shapes = st.fixed_dictionaries({"size": st.sampled_from([5_000, 10_000]), "advance": st.sampled_from([None, 5_000]),
+                                "grace": st.sampled_from([0, 3_000]), "suppress": st.booleans()})
+
+
+def build(shape: dict):
+    def topology():
+        builder = StreamsBuilder()
+        windows = TimeWindows.of(timedelta(milliseconds=shape["size"]), grace=timedelta(milliseconds=shape["grace"]))
+        if shape["advance"]:
+            windows = windows.advance_by(timedelta(milliseconds=shape["advance"]))
+        counts = (builder.stream("events", consumed=Consumed.with_(S, S)).group_by_key()
+                  .windowed_by(windows).count(materialized=Materialized.as_("counts")))
+        if shape["suppress"]:
+            counts = counts.suppress(Suppressed.until_window_closes())
+        (counts.to_stream().map(lambda w, n: (f"{w.key}@{w.window.start}", n))
+         .to("counts-out", produced=Produced.with_(S, L)))
+        customers = builder.table("customers", consumed=Consumed.with_(S, S)).filter(lambda k, v: v != "y")
+        (builder.table("orders", consumed=Consumed.with_(S, S))
+         .join(customers, lambda order, customer: f"{order}/{customer}", foreign_key_extractor=lambda v: v)
+         .to_stream().to("joined-out", produced=Produced.with_(S, S)))
+        return builder.build()
+    return topology
+
+
+def kafka_order(rows: list[tuple]) -> list[tuple]:
+    """``rows`` (key, value, timestamp) as Kafka Streams takes them from a topic of
+    :data:`PARTITIONS` partitions (keys placed by the default partitioner): each partition
+    in produce order, the one whose next record is oldest first (by the largest
+    timestamp up to it, as ``streamlib.runtime.order``; ties to the lower partition)."""
+    by_partition: list[list[tuple]] = [[] for _ in range(PARTITIONS)]
+    for row in rows:
+        by_partition[default_partitioner(row[0].encode(), PARTITIONS)].append(row)
+    entries = [np.maximum.accumulate([r[2] for r in part]) if part else [] for part in by_partition]
+    merged = sorted((int(entries[p][i]), p, i) for p in range(PARTITIONS) for i in range(len(by_partition[p])))
+    return [by_partition[p][i] for _, p, i in merged]
+
+
+# each example is a Spark run or two (a few minutes on a busy 2-core machine)
+@pytest.mark.timeout(400 * (EXAMPLES + 1))
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck),
+          phases=[Phase.explicit, Phase.generate])
+@given(events=records, shape=shapes, batch=st.sampled_from([None, 1, 3, 7]), customers=st.lists(
+    st.tuples(st.sampled_from(["a", "b", "d"]), st.sampled_from(["x", "y", None]), st.integers(0, 5_000)),
+    max_size=6), orders=st.lists(
+    st.tuples(st.sampled_from(["o1", "o2", "o3"]), st.sampled_from(["a", "b", "d"]), st.integers(0, 5_000)),
+    max_size=6))
+@example(events=[("a", "x", 1000), ("a", "x", 25000), ("a", "x", 26000), ("a", "x", 27000),
+                 ("d", "x", 2000), ("d", "x", 3000), ("d", "x", 4000), ("d", "x", 5000)],
+         shape={"size": 10_000, "advance": None, "grace": 0, "suppress": True}, batch=3,
+         customers=[("a", "x", 1000)], orders=[("o1", "a", 2000)])
+def test_spark_matches_the_driver_wherever_batches_are_cut(spark, events, shape, batch, customers, orders):
+    keyed = [row for row in events if row[0] is not None]   # a key-less row's partition is round robin
+    inputs = [Input("events", keyed, partitions=PARTITIONS), Input("customers", customers, partitions=PARTITIONS),
+              Input("orders", orders, partitions=PARTITIONS)]
+    ordered = [Input("events", kafka_order(keyed)), Input("customers", kafka_order(customers)),
+               Input("orders", kafka_order(orders))]
+    overrides = {"max_records_per_batch": batch} if batch else {}
+    with tempfile.TemporaryDirectory() as root:
+        workspace = Workspace(Path(root))
+        driver = run_driver(build(shape)(), ordered, OUTPUTS, workspace.config())
+        on_spark = run_spark(spark, workspace, build(shape)(), inputs, OUTPUTS, **overrides)
+    assert_engines_agree(driver, on_spark, OUTPUTS)
+    assert on_spark.metrics["dropped_records"] == driver.metrics["dropped_records"]
