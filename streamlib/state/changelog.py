@@ -64,8 +64,10 @@ class Changelog:
     """One partition of one changelog topic, written by one task at a time."""
 
     def __init__(self, backend: TopicBackend, topic: str, partition: int, num_partitions: int,
-                 producer_id: str):
+                 producer_id: str, topic_config: Optional[dict] = None):
         self.backend = backend
+        #: what the topic is created with if missing (compacted, plus the store's configs)
+        self.topic_config = topic_config or {"cleanup.policy": "compact"}
         self.topic = topic
         self.partition = partition
         self.num_partitions = num_partitions
@@ -83,8 +85,7 @@ class Changelog:
                     f"changelog topic {self.topic!r} is missing (deleted?) but the store's local copy "
                     f"reflects records of it; the store cannot be restored. To reprocess from the "
                     f"beginning run: {RESET_HINT.format(app=app)}") from None
-            self.backend.create_topic(self.topic, self.num_partitions,
-                                      {"cleanup.policy": "compact"}, exist_ok=True)
+            self.backend.create_topic(self.topic, self.num_partitions, self.topic_config, exist_ok=True)
             end = self.backend.end_offsets(self.topic)
         if self.partition not in end:
             raise ValueError(f"changelog topic {self.topic!r} has {len(end)} partitions, "
