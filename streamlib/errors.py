@@ -59,9 +59,9 @@ def _error_classes() -> dict[str, type]:
     """Every streamlib error class by name (processing errors included)."""
     from .processors.base import ProcessingError  # noqa: F401  (registers the subclasses)
     from .processors.io import DeserializationFailure  # noqa: F401
-    from .topics.base import RecordTooLarge
+    from .topics.base import InvalidTimestamp, RecordTooLarge
 
-    found: dict[str, type] = {"RecordTooLarge": RecordTooLarge}
+    found: dict[str, type] = {"RecordTooLarge": RecordTooLarge, "InvalidTimestamp": InvalidTimestamp}
     todo = [StreamlibError]
     while todo:
         cls = todo.pop()

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from streamlib.errors import RESET_HINT, ChangelogMissing
 from streamlib.state.arrow import binaries
 from streamlib.topics.base import APPEND_SCHEMA, HEADER_TYPE, TopicBackend, TopicNotFound
+from streamlib.topics.epochs import EpochUnknown, diverged_at, epoch_of_end
 
 BATCH_HEADER = "streamlib.batch"
 _BATCH = struct.Struct(">q")
@@ -91,6 +92,26 @@ class Changelog:
             raise ValueError(f"changelog topic {self.topic!r} has {len(end)} partitions, "
                              f"task partition {self.partition} needs {self.partition + 1}")
         return self.backend.start_offsets(self.topic)[self.partition], end[self.partition]
+
+    def epoch_at(self, end: int) -> Optional[int]:
+        """The log epoch of the record before ``end`` (``None``: the backend keeps none);
+        kept with a copy's changelog offset, read after that offset."""
+        history = self.backend.epoch_history(self.topic, self.partition)
+        return None if history is None else epoch_of_end(history, end)
+
+    def diverged_at(self, offset: int, epoch: Optional[int], log_start: int, log_end: int) -> Optional[int]:
+        """Where the changelog diverged from what a copy that reflects it up to ``offset``
+        (read under log ``epoch``) read, or ``None``: its tail was cut (and maybe appended
+        to again at the cut offsets) or the topic was re-created. Catching up from
+        ``offset`` would then skip the records now there. Without epochs only an offset
+        past the end tells."""
+        history = self.backend.epoch_history(self.topic, self.partition) if epoch is not None else None
+        if history is None:
+            return log_end if offset > log_end else None
+        try:
+            return diverged_at(history, log_start, log_end, epoch, offset)
+        except EpochUnknown:
+            return log_start
 
     def append(self, batch_id: int, keys: Sequence[bytes], values: Sequence[Optional[bytes]],
                timestamps: Sequence[Optional[int]]) -> tuple[bool, int]:
