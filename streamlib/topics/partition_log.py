@@ -34,51 +34,19 @@ from typing import Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .base import APPEND_SCHEMA, RECORD_SCHEMA, TopicsError
+from .compaction import Compaction, compacted_frames, latest_per_key
+from .epochs import EPOCHS_FILE, History, bumped, read_history, write_history
 from .frames import (FRAME_HEADER, INDEX_ENTRY, SEGMENT_HEADER, SEGMENT_MAGIC, FrameInfo, encode_frame,
                      encode_index_entry, frame_producers, frame_table, new_segment_header,
                      parse_frame, parse_index)
-from .epochs import EPOCHS_FILE, History, bumped, read_history, write_history
 from .fsyncs import fsync_now_or_later, fsync_path
 
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 log = logging.getLogger("streamlib.topics")
 _SNAPSHOT = "producers.json"
 _CLEANER = "cleaner.json"
-
-
-@dataclass(frozen=True)
-class Compaction:
-    """When a ``cleanup.policy=compact`` partition compacts itself, and how long it keeps
-    tombstones (Kafka's ``min.cleanable.dirty.ratio`` and ``delete.retention.ms``).
-
-    A partition compacts after an append once the bytes written since its last
-    compaction are at least ``min_dirty_ratio`` of the whole log and at least
-    ``min_dirty_bytes`` (so a small log is not rewritten on every append: Kafka never
-    cleans the active segment). A tombstone survives compactions until
-    ``delete_retention_ms`` have passed since the first compaction that saw it, so a
-    reader that was behind (a stale store copy catching up) still sees the delete.
-
-    >>> Compaction.from_config({"cleanup.policy": "compact", "delete.retention.ms": "0"}).delete_retention_ms
-    0
-    >>> Compaction.from_config({}) is None
-    True
-    """
-
-    min_dirty_ratio: float = 0.5
-    delete_retention_ms: int = 24 * 60 * 60 * 1000
-    min_dirty_bytes: int = 1 << 20
-
-    @classmethod
-    def from_config(cls, config: dict) -> Optional["Compaction"]:
-        """The policy of a topic config, ``None`` unless ``cleanup.policy`` has ``compact``."""
-        if "compact" not in str(config.get("cleanup.policy", "")).split(","):
-            return None
-        return cls(float(config.get("min.cleanable.dirty.ratio", cls.min_dirty_ratio)),
-                   int(config.get("delete.retention.ms", cls.delete_retention_ms)),
-                   int(config.get("streamlib.min.cleanable.bytes", cls.min_dirty_bytes)))
 
 
 @dataclass
@@ -223,7 +191,7 @@ class PartitionLog:
         droppable = max((h[0] for h in expired), default=start)
         history = [h for h in history if h[1] > now_ms - retention] + expired[-1:]
         table = self.read_arrow(start, end)
-        keep = _latest_per_key(table, droppable)
+        keep = latest_per_key(table, droppable)
         first_segment = self._segments[0]
         tmp = os.path.join(self.path, f"{first_segment.base:020d}.compacting.log")
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -232,7 +200,7 @@ class PartitionLog:
             os.write(fd, header)
             segment = _Segment(first_segment.base, tmp, os.fstat(fd).st_ino, header,
                                size=len(header))
-            self._write_to(fd, segment, _compacted_frames(keep, start, end, producers))
+            self._write_to(fd, segment, compacted_frames(keep, start, end, producers))
         finally:
             os.close(fd)
         # The new segment replaces the first one atomically; a crash before the old
@@ -584,30 +552,3 @@ def _clip(table: pa.Table, start: int, end: int) -> pa.Table:
     offsets = np.frombuffer(column.buffers()[1], np.int64, len(column), column.offset * 8)
     lo, hi = np.searchsorted(offsets, [start, end])
     return table.slice(lo, hi - lo) if (lo, hi) != (0, len(offsets)) else table
-
-
-def _latest_per_key(table: pa.Table, drop_tombstones_below: int) -> pa.Table:
-    """Rows that survive compaction, in offset order: the latest per key, except
-    tombstones at offsets below ``drop_tombstones_below``; keyless records all stay."""
-    keyed = pc.is_valid(table["key"])
-    latest = (table.filter(keyed).select(["key", "offset"]).group_by("key")
-              .aggregate([("offset", "max")]).column("offset_max"))
-    survivor = pc.or_(pc.invert(keyed), pc.is_in(table["offset"], value_set=latest))
-    live = pc.or_(pc.or_(pc.invert(keyed), pc.is_valid(table["value"])),
-                  pc.greater_equal(table["offset"], drop_tombstones_below))
-    return table.filter(pc.and_(survivor, live))
-
-
-def _compacted_frames(table: pa.Table, start: int, end: int,
-                      producers: dict[str, int]) -> list[tuple]:
-    """Frames covering ``[start, end)`` exactly; the last carries the producer state."""
-    batches = [b for b in table.combine_chunks().to_batches(max_chunksize=65536) if b.num_rows]
-    if not batches:
-        return [(None, start, end - 1, producers or None)]
-    frames = []
-    first = start
-    for i, batch in enumerate(batches):
-        last = end - 1 if i == len(batches) - 1 else batch.column(0)[-1].as_py()
-        frames.append((batch, first, last, producers or None if i == len(batches) - 1 else None))
-        first = last + 1
-    return frames
