@@ -167,7 +167,12 @@ def test_a_batch_rerun_over_a_diverged_range_stops_and_a_handover_does_not(tmp_p
     log_epochs.check_batch_still_there(backend, {"t": {"0": 3}}, end, "app")  # restart hand-over
     go_on, resumed = log_epochs.go_back_where_diverged(backend, end, "app")
     assert go_on == resumed == {"t": {"0": 1}}
-    assert log_epochs.batch_start(end, log_epochs.stamped(backend, {"t": {"0": 4}}, resumed)) == {"t": {"0": 1}}
+    next_end = log_epochs.stamped(backend, {"t": {"0": 4}}, resumed)
+    assert log_epochs.batch_start(end, next_end) == {"t": {"0": 1}}
+    # asked again before that batch was planned: it still starts over at 1
+    assert log_epochs.where_to_go_on(backend, next_end, "app") == ({"t": {"0": 4}}, {"t": {"0": 1}})
+    assert log_epochs.where_to_go_on(backend, log_epochs.restamped(next_end, {"t": {"0": 4}}), "app") == (
+        {"t": {"0": 4}}, {})
     unknown = {**end, log_epochs.EPOCHS: {"t": {"0": end[log_epochs.EPOCHS]["t"]["0"] + 10}}}
     with pytest.raises(LogDiverged, match="log epoch .* which the log does not know"):
         log_epochs.go_back_where_diverged(backend, unknown, "app")

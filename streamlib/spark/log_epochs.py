@@ -93,6 +93,18 @@ def go_back_where_diverged(backend: Any, offsets: Mapping[str, Any], application
     return go_on, resumed
 
 
+def where_to_go_on(backend: Any, previous_end: Mapping[str, Any], application_id: Optional[str]
+                   ) -> tuple[Offsets, Offsets]:
+    """:func:`go_back_where_diverged` from the previous batch's end, keeping the points
+    where that batch was to start over if Spark asked for offsets again before
+    planning it (it then plans one batch up to the newer end, from there)."""
+    go_on, resumed = go_back_where_diverged(backend, previous_end, application_id)
+    for topic, parts in (previous_end.get(RESUME) or {}).items():
+        for partition, offset in parts.items():
+            resumed.setdefault(topic, {}).setdefault(partition, offset)
+    return go_on, resumed
+
+
 def batch_start(start: Mapping[str, Any], end: Mapping[str, Any]) -> Offsets:
     """Where the batch ``(start, end]`` reads from: ``start``, except where ``end``
     says the batch starts over.
@@ -109,8 +121,9 @@ def batch_start(start: Mapping[str, Any], end: Mapping[str, Any]) -> Offsets:
 
 
 def restamped(stamped_offsets: Mapping[str, Any], offsets: Offsets) -> dict:
-    """``offsets`` with the epochs and resume point of ``stamped_offsets``."""
-    return {**offsets, **{k: v for k, v in stamped_offsets.items() if k.startswith("@")}}
+    """``offsets`` with the epochs of ``stamped_offsets`` (not its start-over points:
+    they belong to the batch that ends there, now planned)."""
+    return {**offsets, **({EPOCHS: stamped_offsets[EPOCHS]} if EPOCHS in stamped_offsets else {})}
 
 
 def check_batch_still_there(backend: Any, start: Offsets, end: Mapping[str, Any],

@@ -479,8 +479,7 @@ class TopicStreamReader(DataSourceStreamReader):
 
     def latestOffset(self) -> Offsets:
         start = self._next_start or self.initialOffset()
-        start, resumed = log_epochs.go_back_where_diverged(self.options.backend.open(), start,
-                                                           self.options.application_id)
+        start, resumed = log_epochs.where_to_go_on(self.options.backend.open(), start, self.options.application_id)
         available = self.options.resolve("latest")
         check_within_log(start, available, self.options.application_id)
         end = limit_offsets(start, available, self.options.max_records_per_trigger,
