@@ -432,7 +432,8 @@ def committed_offsets(progress: Optional[dict]) -> dict[str, dict[int, int]]:
     end = progress["sources"][0].get("endOffset")
     # Python sources report their offsets as the repr of a dict, not as JSON.
     offsets = ast.literal_eval(end) if isinstance(end, str) else (end or {})
-    return {topic: {int(p): off for p, off in parts.items()} for topic, parts in offsets.items()}
+    return {topic: {int(p): off for p, off in parts.items()} for topic, parts in offsets.items()
+            if not topic.startswith("@")}  # "@epochs", "@from": see streamlib.spark.log_epochs
 
 
 def _view_name(store: str) -> str:

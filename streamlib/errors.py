@@ -44,6 +44,15 @@ class ChangelogMissing(StreamlibError):
     """A store's changelog topic vanished while the application still has progress."""
 
 
+class ChangelogConfigMismatch(StreamlibError):
+    """A store's changelog topic exists with other configs than its ``Materialized`` asks."""
+
+
+class LogDiverged(OffsetOutOfRange):
+    """A partition's log no longer holds what a checkpoint (or a store copy) read from it,
+    and where it diverged cannot be read again exactly."""
+
+
 def one_line(text: str, limit: int = 500) -> str:
     """``text`` on one line, at most ``limit`` characters (messages must survive being
     parsed back out of a Python traceback, which :func:`translate` reads line by line).
@@ -92,9 +101,9 @@ def _error_classes() -> dict[str, type]:
     """Every streamlib error class by name (processing errors included)."""
     from .processors.base import ProcessingError  # noqa: F401  (registers the subclasses)
     from .processors.io import DeserializationFailure  # noqa: F401
-    from .topics.base import RecordTooLarge
+    from .topics.base import InvalidTimestamp, RecordTooLarge
 
-    found: dict[str, type] = {"RecordTooLarge": RecordTooLarge}
+    found: dict[str, type] = {"RecordTooLarge": RecordTooLarge, "InvalidTimestamp": InvalidTimestamp}
     todo = [StreamlibError]
     while todo:
         cls = todo.pop()

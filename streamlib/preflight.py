@@ -16,7 +16,8 @@ import os
 from typing import Any, Mapping
 
 from .config import StreamsConfig
-from .errors import RESET_HINT, ChangelogMissing, ConfigurationError, PartitionCountMismatch
+from .errors import (RESET_HINT, ChangelogConfigMismatch, ChangelogMissing, ConfigurationError,
+                     PartitionCountMismatch)
 from .topics import TopicNotFound, open_backend, parse_url
 from .topology import Topology, TopologyError
 
@@ -74,6 +75,29 @@ def has_progress(config: StreamsConfig) -> bool:
         return False
 
 
+def check_changelog_config(store: str, topic: str, wanted: Mapping[str, str], actual: Mapping[str, str],
+                           hint: str) -> None:
+    """Raise :class:`ChangelogConfigMismatch` if the existing changelog ``topic`` has
+    other values than ``Materialized.with_logging_enabled`` asks for (``wanted``): a
+    store whose records the topic refuses (``max.message.bytes``) fails mid-run instead.
+
+    >>> check_changelog_config("s", "app-s-changelog", {"max.message.bytes": "10"}, {}, "reset")
+    Traceback (most recent call last):
+    ...
+    streamlib.errors.ChangelogConfigMismatch: store 's': its changelog topic 'app-s-changelog' has \
+max.message.bytes=(default) but the store asks for 10 (Materialized.with_logging_enabled); change \
+the topic's config to match, or reset the application: reset
+    """
+    wrong = [(k, v, actual.get(k)) for k, v in sorted(wanted.items()) if actual.get(k) != v]
+    if wrong:
+        have = ", ".join(f"{k}={a if a is not None else '(default)'}" for k, _, a in wrong)
+        want = ", ".join(v for _, v, _ in wrong)
+        raise ChangelogConfigMismatch(
+            f"store {store!r}: its changelog topic {topic!r} has {have} but the store asks for {want} "
+            f"(Materialized.with_logging_enabled); change the topic's config to match, or reset the "
+            f"application: {hint}")
+
+
 def prepare_changelogs(topology: Topology, config: StreamsConfig, backend, tasks_of: Mapping[int, int]) -> None:
     """Create the logged stores' changelog topics (compacted) on a first run; raise if
     one has another partition count than its sub-topology's tasks (``tasks_of``:
@@ -90,7 +114,7 @@ def prepare_changelogs(topology: Topology, config: StreamsConfig, backend, tasks
             try:
                 # read afresh: a long-lived backend caches partition counts, and the
                 # topic may have been deleted since (by mistake, or by a reset)
-                partitions = backend.describe_topic(topic).partitions
+                info = backend.describe_topic(topic)
             except TopicNotFound:
                 if progress:
                     raise ChangelogMissing(
@@ -98,9 +122,12 @@ def prepare_changelogs(topology: Topology, config: StreamsConfig, backend, tasks
                         f"{config.resolved_checkpoint_location()} has progress; the store cannot be "
                         f"restored. To reprocess from the beginning run: {hint}") from None
                 if tasks is not None:
-                    configs = {"cleanup.policy": "compact", **dict(topology.stores[store].changelog_config)}
-                    backend.create_topic(topic, tasks, configs, exist_ok=True)
+                    backend.create_topic(topic, tasks, topology.stores[store].changelog_topic_config(),
+                                         exist_ok=True)
                 continue
+            check_changelog_config(store, topic, dict(topology.stores[store].changelog_config),
+                                   info.config, hint)
+            partitions = info.partitions
             if tasks is not None and partitions != tasks:
                 raise PartitionCountMismatch(
                     f"store {store!r}: changelog topic {topic!r} has {partitions} partitions but the "

@@ -62,8 +62,12 @@ class StoreDef:
     retain_duplicates: bool = False
     #: global tables only: the topic every task's replica of the store is read from
     global_topic: Optional[str] = None
-    #: topic configs of the changelog topic beyond ``cleanup.policy=compact``
+    #: the changelog topic's configs beyond streamlib's own (``Materialized.with_logging_enabled``)
     changelog_config: tuple[tuple[str, str], ...] = ()
+
+    def changelog_topic_config(self) -> dict[str, str]:
+        """The configs its changelog topic is created with: compacted, then the user's."""
+        return {"cleanup.policy": "compact", **dict(self.changelog_config)}
 
 
 @dataclass

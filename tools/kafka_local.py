@@ -6,6 +6,9 @@ Kafka source (versions pinned in ``streamlib/versions.env``) into the cache
 ``up [--port 9092]`` formats (once) and starts a single-node KRaft broker
 (combined broker and controller) bound to 127.0.0.1, data and log under
 ``.cache/kafka/<version>/run-<port>/``; ``down [--port 9092]`` stops it.
+``up`` fails when something else already listens on the port, and counts the broker
+as started only when its own process is alive and answers with its own cluster id
+(never whatever else answers there); ``down`` stops only the broker ``up`` started.
 Tests use :func:`running_broker` (a free port, a temporary directory).
 """
 from __future__ import annotations
@@ -110,7 +113,34 @@ def _java(libs: Path, main: str, *args: str) -> list[str]:
             "-cp", f"{libs}/*", main, *args]
 
 
-def _wait_until_serving(port: int, proc: subprocess.Popen, log: Path, timeout: float = 60.0) -> None:
+class PortTaken(RuntimeError):
+    """The broker's port is already held by another process."""
+
+
+def check_port_free(port: int) -> None:
+    """Refuse a port something already listens on: a second broker there would die with
+    a BindException while the first one answered our readiness check."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed broker's TIME_WAIT is fine
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as e:
+            raise PortTaken(f"127.0.0.1:{port} is already in use by another process ({e.strerror}); "
+                            f"stop it or choose another port (--port)") from None
+
+
+def cluster_id_of(data_dir: Path) -> str:
+    """The cluster id ``StorageTool format`` wrote into ``data_dir``."""
+    for line in (data_dir / "meta.properties").read_text().splitlines():
+        if line.startswith("cluster.id="):
+            return line.split("=", 1)[1].strip()
+    raise RuntimeError(f"no cluster.id in {data_dir / 'meta.properties'}")
+
+
+def _wait_until_serving(port: int, proc: subprocess.Popen, log: Path, cluster_id: str,
+                        timeout: float = 60.0) -> None:
+    """Return once ``proc`` is alive and the port answers with ``cluster_id``: an answer
+    from another broker on the same port is not ours being ready."""
     import logging
 
     from confluent_kafka.admin import AdminClient
@@ -121,24 +151,30 @@ def _wait_until_serving(port: int, proc: subprocess.Popen, log: Path, timeout: f
     admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "socket.timeout.ms": 2000,
                          "logger": quiet})
     deadline = time.monotonic() + timeout
+    answered = None
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"the Kafka broker exited with code {proc.returncode}; "
                                f"its log {log}:\n{log.read_text()[-3000:]}")
         try:
-            admin.list_topics(timeout=2)
-            return
+            answered = admin.list_topics(timeout=2).cluster_id
         except Exception:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the Kafka broker on 127.0.0.1:{port} did not answer in {timeout} s; "
-                                   f"see {log}")
-            time.sleep(0.2)
+            answered = None
+        if answered == cluster_id and proc.poll() is None:
+            return
+        if time.monotonic() > deadline:
+            other = f" (a broker with cluster id {answered} answered there)" if answered else ""
+            raise RuntimeError(f"the Kafka broker on 127.0.0.1:{port} did not answer with its "
+                               f"cluster id {cluster_id} in {timeout} s{other}; see {log}")
+        time.sleep(0.2)
 
 
 def start_broker(port: int, run_dir: Path) -> subprocess.Popen:
     """Format ``run_dir`` (first time only) and start a broker on ``port``; return
-    once it answers metadata requests. The process runs in its own session so a
-    terminal's Ctrl-C does not reach it."""
+    once it answers metadata requests with its own cluster id. Raises
+    :class:`PortTaken` when ``port`` is already held. The process runs in its own
+    session so a terminal's Ctrl-C does not reach it."""
+    check_port_free(port)
     libs = fetch_broker()
     run_dir.mkdir(parents=True, exist_ok=True)
     data = run_dir / "data"
@@ -155,7 +191,7 @@ def start_broker(port: int, run_dir: Path) -> subprocess.Popen:
         proc = subprocess.Popen(_java(libs, "kafka.Kafka", str(props)), stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        _wait_until_serving(port, proc, log)
+        _wait_until_serving(port, proc, log, cluster_id_of(data))
     except BaseException:
         stop_process(proc.pid)
         raise
@@ -204,6 +240,22 @@ def run_dir_for(port: int) -> Path:
     return jvm.kafka_libs_dir().parent / f"run-{port}"
 
 
+def our_broker_pid(run_dir: Path) -> Optional[int]:
+    """The pid in ``run_dir/broker.pid`` if that process is alive and is the broker
+    started with ``run_dir``'s configuration (a recycled pid is someone else's)."""
+    pid_file = run_dir / "broker.pid"
+    if not pid_file.exists():
+        return None
+    pid = int(pid_file.read_text())
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    if b"kafka.Kafka" in cmdline and str(run_dir / "server.properties").encode() in cmdline:
+        return pid
+    return None
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -217,24 +269,30 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0
     run_dir = run_dir_for(args.port)
     pid_file = run_dir / "broker.pid"
+    pid = our_broker_pid(run_dir)
+    if pid is None and pid_file.exists():
+        pid_file.unlink()  # a broker that died, or a pid now used by another process
     if args.command == "down":
-        if pid_file.exists():
-            stop_process(int(pid_file.read_text()))
-            pid_file.unlink()
-            print(f"stopped the Kafka broker on 127.0.0.1:{args.port}")
+        if pid is None:
+            print(f"no broker started by `kafka_local.py up` runs on 127.0.0.1:{args.port}: "
+                  f"nothing stopped", file=sys.stderr)
+            return 1
+        stop_process(pid)
+        pid_file.unlink()
+        print(f"stopped the Kafka broker on 127.0.0.1:{args.port} (pid {pid})")
         return 0
-    if pid_file.exists():
-        try:
-            os.kill(int(pid_file.read_text()), 0)
-            print(f"a Kafka broker already runs on 127.0.0.1:{args.port}")
-            return 0
-        except ProcessLookupError:
-            pid_file.unlink()
-    start_broker(args.port, run_dir)
+    if pid is not None:
+        print(f"a Kafka broker started by `kafka_local.py up` already runs on 127.0.0.1:{args.port} "
+              f"(pid {pid})")
+        return 0
+    try:
+        start_broker(args.port, run_dir)
+    except PortTaken as e:
+        print(f"cannot start the Kafka broker: {e}", file=sys.stderr)
+        return 1
     print(f"Apache Kafka {jvm.versions()['KAFKA_VERSION']} on 127.0.0.1:{args.port} "
           f"(data and log in {run_dir}); stop it with `make kafka-down`")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -35,7 +35,8 @@ def materialize(graph: GraphBuilder, materialized: Optional[Materialized], prefi
     logging = materialized.logging if materialized else True
     caching = materialized.caching if materialized else True
     graph.add_store(StoreDef(name, "kv", key_serde, value_serde, logging=logging, queryable=named,
-                             caching=caching), user_named=named, step=prefix)
+                             caching=caching, changelog_config=materialized.logging_config if materialized else ()),
+                    user_named=named, step=prefix)
     return name
 
 

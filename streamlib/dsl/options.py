@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any, Callable, ClassVar, Optional
+from typing import Any, Callable, ClassVar, Mapping, Optional
 
 from ..serdes import Serde
 from ..topology import TopologyError
@@ -106,6 +106,8 @@ class Materialized:
     retention_ms: int = 0
     #: a versioned table (``as_versioned``): how long it keeps older versions
     history_retention_ms: Optional[int] = None
+    #: configs of the changelog topic, as sorted ``(name, value)`` pairs (hashable)
+    logging_config: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         # Kafka's rule for names (its changelog topic is named after the store)
@@ -149,8 +151,19 @@ class Materialized:
     def with_value_serde(self, serde: Serde) -> "Materialized":
         return replace(self, value_serde=serde)
 
+    def with_logging_enabled(self, configs: Optional[Mapping[str, object]] = None) -> "Materialized":
+        """Log the store to its changelog topic, created with ``configs`` on top of
+        streamlib's (``cleanup.policy=compact``), e.g. ``{"max.message.bytes": "8388608"}``;
+        ``start()`` fails if the topic exists with other values for them.
+
+        >>> Materialized.as_("s").with_logging_enabled({"max.message.bytes": 2 ** 23}).logging_config
+        (('max.message.bytes', '8388608'),)
+        """
+        pairs = tuple(sorted((str(k), str(v)) for k, v in (configs or {}).items()))
+        return replace(self, logging=True, logging_config=pairs)
+
     def with_logging_disabled(self) -> "Materialized":
-        return replace(self, logging=False)
+        return replace(self, logging=False, logging_config=())
 
     def with_caching_disabled(self) -> "Materialized":
         return replace(self, caching=False)

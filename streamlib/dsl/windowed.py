@@ -95,7 +95,8 @@ class _WindowedStream:
         store = StoreDef(name, self._store_kind, key_serde, value_serde,
                          logging=materialized.logging if materialized else True, queryable=named,
                          caching=materialized.caching if materialized else True,
-                         window_size_ms=self._window_size(), retention_ms=retention)
+                         window_size_ms=self._window_size(), retention_ms=retention,
+                         changelog_config=materialized.logging_config if materialized else ())
         self._graph.add_store(store, user_named=named, step=self._prefix)
         return store, named
 

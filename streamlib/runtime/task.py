@@ -82,7 +82,8 @@ class Task:
         """The stores this task needs, with their changelog topics."""
         defs = [self.topology.stores[name] for name in self.sub.stores]
         return [StoreSpec(name=d.name, changelog_topic=self.config.changelog_topic(d.name),
-                          logging=d.logging, entries_per_record=entries_per_record(d.kind))
+                          logging=d.logging, entries_per_record=entries_per_record(d.kind),
+                          changelog_config=d.changelog_topic_config())
                 for d in defs]
 
     @property

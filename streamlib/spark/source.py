@@ -52,7 +52,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, Str
 from streamlib.errors import RESET_HINT, OffsetOutOfRange
 from streamlib.runtime.order import processing_prefix
 from streamlib.spark.arrow import COMBINED_DDL, COMBINED_FIELDS, SOURCE_COLUMNS, SOURCE_DDL, source_batches
-from streamlib.spark import pickled, window_counts
+from streamlib.spark import log_epochs, pickled, window_counts
 from streamlib.spark.daemon import start_worker_task
 from streamlib.topics import DEFAULT_URL, TopicBackend, open_backend, parse_url
 
@@ -504,18 +504,19 @@ class TopicStreamReader(DataSourceStreamReader):
 
     def latestOffset(self) -> Offsets:
         start = self._next_start or self.initialOffset()
+        start, resumed = log_epochs.where_to_go_on(self.options.backend.open(), start, self.options.application_id)
         available = self.options.resolve("latest")
         check_within_log(start, available, self.options.application_id)
         end = aligned_limit_offsets(self.options.backend.open(), start, available,
                                     self.options.max_records_per_trigger, self.options.topics)
+        end = log_epochs.stamped(self.options.backend.open(), end, resumed)
         self._next_start = end
         return end
 
     def partitions(self, start: Offsets, end: Offsets) -> list[TopicRange | RangeGroup]:
-        # A batch re-run from the checkpoint must find all its records again.
-        check_within_log(canonical(end, self.options.topics), self.options.resolve("latest"),
-                         self.options.application_id)
-        self._next_start = canonical(end, self.options.topics)
+        start = self._checked_batch_start(start, end)
+        self._next_start = log_epochs.restamped(end, canonical(log_epochs.plain(end), self.options.topics))
+        end = log_epochs.plain(end)
         # Only ranges with records, as Spark's Kafka source plans them: each range is a
         # Python read task, and a small batch often touches one partition of many.
         planned = group_small_ranges([r for r in plan_reads(self.options, start, end) if r.end > r.start],
@@ -527,6 +528,18 @@ class TopicStreamReader(DataSourceStreamReader):
 
     def read(self, partition: TopicRange | RangeGroup) -> Iterator[pa.RecordBatch]:
         return read_partition(self.options, partition, self.columns)
+
+    def _checked_batch_start(self, start: Mapping, end: Mapping) -> Offsets:
+        """Where the batch ``(start, end]`` reads from, once sure that a batch re-run from
+        the checkpoint finds all its records again (see :mod:`~streamlib.spark.log_epochs`)."""
+        start = log_epochs.batch_start(start, end)
+        if log_epochs.EPOCHS in end:
+            log_epochs.check_batch_still_there(self.options.backend.open(), start, end,
+                                               self.options.application_id)
+        else:  # a checkpoint from before epochs: its offsets must at least still exist
+            check_within_log(canonical(end, self.options.topics), self.options.resolve("latest"),
+                             self.options.application_id)
+        return start
 
 
 class TopicDataSource(DataSource):

@@ -17,6 +17,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from streamlib.spark.log_epochs import plain
+
 __all__ = ["StreamTimeLog", "planned_end", "input_waiting"]
 
 
@@ -82,7 +84,7 @@ def input_waiting(end: Optional[Mapping[str, Mapping[str, int]]], backend: Any) 
     """Whether some source partition holds records past ``end`` (a batch's end offsets)."""
     if not end:
         return False
-    for topic, partitions in end.items():
+    for topic, partitions in plain(end).items():
         available = backend.end_offsets(topic)
         if any(available.get(int(p), 0) > int(o) for p, o in partitions.items()):
             return True

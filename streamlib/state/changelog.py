@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from streamlib.errors import RESET_HINT, ChangelogMissing
 from streamlib.state.arrow import binaries
 from streamlib.topics.base import APPEND_SCHEMA, HEADER_TYPE, TopicBackend, TopicNotFound
+from streamlib.topics.epochs import EpochUnknown, diverged_at, epoch_of_end
 
 BATCH_HEADER = "streamlib.batch"
 _BATCH = struct.Struct(">q")
@@ -64,8 +65,10 @@ class Changelog:
     """One partition of one changelog topic, written by one task at a time."""
 
     def __init__(self, backend: TopicBackend, topic: str, partition: int, num_partitions: int,
-                 producer_id: str):
+                 producer_id: str, topic_config: Optional[dict] = None):
         self.backend = backend
+        #: what the topic is created with if missing (compacted, plus the store's configs)
+        self.topic_config = topic_config or {"cleanup.policy": "compact"}
         self.topic = topic
         self.partition = partition
         self.num_partitions = num_partitions
@@ -83,13 +86,32 @@ class Changelog:
                     f"changelog topic {self.topic!r} is missing (deleted?) but the store's local copy "
                     f"reflects records of it; the store cannot be restored. To reprocess from the "
                     f"beginning run: {RESET_HINT.format(app=app)}") from None
-            self.backend.create_topic(self.topic, self.num_partitions,
-                                      {"cleanup.policy": "compact"}, exist_ok=True)
+            self.backend.create_topic(self.topic, self.num_partitions, self.topic_config, exist_ok=True)
             end = self.backend.end_offsets(self.topic)
         if self.partition not in end:
             raise ValueError(f"changelog topic {self.topic!r} has {len(end)} partitions, "
                              f"task partition {self.partition} needs {self.partition + 1}")
         return self.backend.start_offsets(self.topic)[self.partition], end[self.partition]
+
+    def epoch_at(self, end: int) -> Optional[int]:
+        """The log epoch of the record before ``end`` (``None``: the backend keeps none);
+        kept with a copy's changelog offset, read after that offset."""
+        history = self.backend.epoch_history(self.topic, self.partition)
+        return None if history is None else epoch_of_end(history, end)
+
+    def diverged_at(self, offset: int, epoch: Optional[int], log_start: int, log_end: int) -> Optional[int]:
+        """Where the changelog diverged from what a copy that reflects it up to ``offset``
+        (read under log ``epoch``) read, or ``None``: its tail was cut (and maybe appended
+        to again at the cut offsets) or the topic was re-created. Catching up from
+        ``offset`` would then skip the records now there. Without epochs only an offset
+        past the end tells."""
+        history = self.backend.epoch_history(self.topic, self.partition) if epoch is not None else None
+        if history is None:
+            return log_end if offset > log_end else None
+        try:
+            return diverged_at(history, log_start, log_end, epoch, offset)
+        except EpochUnknown:
+            return log_start
 
     def append(self, batch_id: int, keys: Sequence[bytes], values: Sequence[Optional[bytes]],
                timestamps: Sequence[Optional[int]]) -> tuple[bool, int]:

@@ -23,6 +23,8 @@ from streamlib.state.undo import decode_undo, encode_undo
 
 LAST_BATCH = b"last_batch"
 CHANGELOG_OFFSET = b"changelog_offset"
+#: the changelog's log epoch at ``changelog_offset`` (see streamlib.topics.epochs)
+CHANGELOG_EPOCH = b"changelog_epoch"
 UNDO = b"undo"
 log = logging.getLogger("streamlib.state")
 
@@ -123,7 +125,20 @@ class TaskStore:
         # was deleted under the running application, and creating it anew would drop
         # the copy and lose the store's state without a word.
         log_start, log_end = self.changelog.offsets(create=offset is None)
-        if offset is not None and offset > log_end:   # the changelog was recreated
+        diverged = None if offset is None else self.changelog.diverged_at(
+            offset, self._meta_int(CHANGELOG_EPOCH), log_start, log_end)
+        if diverged is not None and diverged == log_end and self._log_again():
+            # The changelog lost records only this copy still reflects, and nothing took
+            # their place: log the copy again rather than lose them (an exact repair).
+            log.warning("store %s: changelog %s partition %d lost offsets %d to %d, which this copy "
+                        "reflects; logged the copy's contents again", self.name, self.changelog.topic,
+                        self.changelog.partition, log_end, offset)
+            return
+        if diverged is not None:
+            log.warning("store %s: the local copy reflects changelog %s partition %d up to offset %d, "
+                        "which the changelog no longer holds as read (cut tail, re-created topic; it "
+                        "diverged at %d): rebuilding the copy from the changelog",
+                        self.name, self.changelog.topic, self.changelog.partition, offset, diverged)
             self._drop()
             offset = None
         if offset is None:
@@ -134,7 +149,8 @@ class TaskStore:
             for chunk in self.changelog.read(offset, log_end, batch_id, self._restore_chunk):
                 if not chunk.keys and chunk.resume_offset == offset:
                     break
-                meta = {CHANGELOG_OFFSET: _encode_int(chunk.resume_offset)}
+                meta = {CHANGELOG_OFFSET: _encode_int(chunk.resume_offset),
+                        CHANGELOG_EPOCH: _encode_int(self.changelog.epoch_at(chunk.resume_offset))}
                 if chunk.keys:
                     last = max(NO_BATCH if last is None else last, chunk.max_batch)
                     meta.update({LAST_BATCH: _encode_int(last), UNDO: None})
@@ -143,6 +159,19 @@ class TaskStore:
                 bar.update(chunk.resume_offset - offset)
                 offset = chunk.resume_offset
         self.metrics.restore_seconds += time.perf_counter() - started
+
+    def _log_again(self) -> bool:
+        """Append the copy's whole contents to its changelog as its last batch (the
+        records the changelog lost are among them; compaction drops the rest); False if
+        the changelog refused it as a duplicate of that batch."""
+        items = list(self._db.scan((None, None)))
+        last = self._meta_int(LAST_BATCH)
+        written, end = self.changelog.append(NO_BATCH if last is None else last, [k for k, _ in items],
+                                             [v for _, v in items], [None] * len(items))
+        if written:
+            self._db.write((), {CHANGELOG_OFFSET: _encode_int(end),
+                                CHANGELOG_EPOCH: _encode_int(self.changelog.epoch_at(end))})
+        return written
 
     # -- commit ------------------------------------------------------------------------
 
@@ -161,6 +190,7 @@ class TaskStore:
                                                  changes.timestamps)
             self.metrics.changelog_appends_skipped += not written
             meta[CHANGELOG_OFFSET] = _encode_int(end)
+            meta[CHANGELOG_EPOCH] = _encode_int(self.changelog.epoch_at(end))
         self._db.write(zip(changes.keys, changes.values), meta)
         self.metrics.commits += 1
         self.metrics.committed_keys += len(changes.keys)

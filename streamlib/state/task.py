@@ -57,6 +57,8 @@ class StoreSpec:
     #: byte-store entries one user record takes (a window, session or version: its data
     #: and its time-index entry), so :meth:`TaskStores.metrics` counts user records
     entries_per_record: int = 1
+    #: the configs its changelog topic is created with (if a task creates it)
+    changelog_config: Optional[dict] = None
 
     def __post_init__(self):
         if not self.name or self.name.startswith("__") or "/" in self.name:
@@ -193,11 +195,13 @@ def open_task_stores(task_dir: str | os.PathLike, specs: Sequence[StoreSpec],
         # Re-created at every retry: another waiter that got the stores first removes it.
         ask_to_release(task_dir)
 
+    configs = {spec.name: spec.changelog_config for spec in specs}
+
     def changelog(store: str, topic: Optional[str]) -> Optional[Changelog]:
         if backend is None or topic is None:
             return None
         return Changelog(backend, topic, partition, num_partitions,
-                         f"{producer_prefix}/{store}/{partition}")
+                         f"{producer_prefix}/{store}/{partition}", configs.get(store))
 
     wanted = [(spec.name, spec.changelog_topic if spec.logging else None) for spec in specs]
     wanted.append((META_STORE, meta_changelog_topic))

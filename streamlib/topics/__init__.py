@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl
 
-from .base import (APPEND_SCHEMA, RECORD_SCHEMA, Record, RecordTooLarge, TopicBackend, TopicExists, TopicInfo,
+from .base import (APPEND_SCHEMA, RECORD_SCHEMA, InvalidTimestamp, Record, RecordTooLarge, TopicBackend, TopicExists, TopicInfo,
                    TopicNotFound, TopicsError, records_from_arrow, records_to_arrow)
 from .partitioner import default_partitioner, murmur2, partition_array
 
@@ -22,6 +22,7 @@ KAFKA_ONLY_OPTIONS = frozenset({"producer_config", "consumer_config", "processin
 __all__ = [
     "open_backend", "parse_url", "default_partitioner", "murmur2", "partition_array",
     "TopicBackend", "Record", "TopicInfo", "TopicsError", "TopicNotFound", "TopicExists", "RecordTooLarge",
+    "InvalidTimestamp",
     "RECORD_SCHEMA", "APPEND_SCHEMA", "records_to_arrow", "records_from_arrow", "DEFAULT_URL",
 ]
 

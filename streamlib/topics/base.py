@@ -93,6 +93,60 @@ def check_record_sizes(topic: str, records: pa.Table, config: dict, partition: O
                              "or make the record smaller")
 
 
+class InvalidTimestamp(TopicsError):
+    """A record's timestamp is further ahead of now than its topic's
+    ``message.timestamp.after.max.ms`` (Kafka's ``InvalidTimestampException``, KIP-937):
+    such a record would move stream time there and make every later record late.
+    Nothing of the produce or append was written."""
+
+
+#: Kafka's (4.0 on) default ``message.timestamp.after.max.ms`` of a topic: one hour.
+TIMESTAMP_AFTER_MAX_MS = 3_600_000
+
+
+def timestamp_limit(config: dict, now_ms: Optional[int] = None) -> int:
+    """The largest record timestamp a topic with ``config`` accepts now."""
+    import time
+
+    now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    return now + int(config.get("message.timestamp.after.max.ms", TIMESTAMP_AFTER_MAX_MS))
+
+
+def check_timestamps(topic: str, timestamps: Sequence[int] | pa.Array | pa.ChunkedArray, config: dict,
+                     partition: Optional[int] = None, now_ms: Optional[int] = None) -> None:
+    """Raise :class:`InvalidTimestamp` if a timestamp is more than the topic's
+    ``message.timestamp.after.max.ms`` ahead of now.
+
+    >>> check_timestamps("t", [5, 253402300799999], {}, now_ms=1000)
+    Traceback (most recent call last):
+    ...
+    streamlib.topics.base.InvalidTimestamp: topic 't': a record's timestamp 253402300799999 is \
+253402300798999 ms ahead of now (1000), more than the topic's message.timestamp.after.max.ms \
+3600000; fix the record's timestamp (or the producer's clock), or raise the topic's \
+message.timestamp.after.max.ms
+    """
+    import pyarrow.compute as pc
+
+    if len(timestamps) == 0:
+        return
+    latest = pc.max(timestamps).as_py() if not isinstance(timestamps, (list, tuple)) else max(timestamps)
+    limit = timestamp_limit(config, now_ms)
+    if latest is not None and latest > limit:
+        raise_invalid_timestamp(topic, latest, config, partition, now_ms)
+
+
+def raise_invalid_timestamp(topic: str, timestamp: int, config: dict, partition: Optional[int] = None,
+                            now_ms: Optional[int] = None) -> None:
+    """Raise the :class:`InvalidTimestamp` of a record ``timestamp`` past the limit."""
+    allowed = int(config.get("message.timestamp.after.max.ms", TIMESTAMP_AFTER_MAX_MS))
+    now = timestamp_limit(config, now_ms) - allowed
+    where = f" partition {partition}" if partition is not None else ""
+    raise InvalidTimestamp(f"topic {topic!r}{where}: a record's timestamp {timestamp} is {timestamp - now} ms "
+                           f"ahead of now ({now}), more than the topic's message.timestamp.after.max.ms "
+                           f"{allowed}; fix the record's timestamp (or the producer's clock), or raise the "
+                           f"topic's message.timestamp.after.max.ms")
+
+
 class TopicExists(TopicsError):
     def __init__(self, topic: str):
         super().__init__(f"topic {topic!r} already exists")
@@ -187,6 +241,11 @@ class TopicBackend(ABC):
     def read_arrow(self, topic: str, partition: int, start: int, end: int) -> pa.Table:
         """Records with ``start <= offset < end`` that still exist, as a table with
         :data:`RECORD_SCHEMA`, in offset order."""
+
+    def epoch_history(self, topic: str, partition: int) -> Optional[tuple[tuple[int, int], ...]]:
+        """The partition's log epochs, ``((epoch, first offset), ...)``, oldest first (see
+        :mod:`streamlib.topics.epochs`), or ``None`` where the backend keeps none."""
+        return None
 
     def read(self, topic: str, partition: int, start: int, end: int) -> list[Record]:
         """Records with ``start <= offset < end`` that still exist, in offset order."""

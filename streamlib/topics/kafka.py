@@ -13,6 +13,11 @@
   crashed attempt leaves nothing visible to ``read_committed`` readers, and a zombie
   with the same ``transactional.id`` is fenced. An ``append`` outside a task runs in a
   transaction of its own.
+* The plain producer is idempotent by default (``enable.idempotence=true``, as Kafka's
+  Java client since 3.0), so a retried produce under load never writes a record
+  twice; ``producer_config`` may turn it off, and (as in the Java client) settings
+  idempotence cannot work with (``acks`` other than ``all``, ``retries=0``, more than
+  5 requests in flight) turn the default off instead of failing.
 * librdkafka reads a record timestamp of ``0`` as "now", so epoch-0 timestamps
   cannot be produced through this backend (the local log keeps them).
 * Admin and metadata calls use a short ``timeout`` (default 10 s) so an
@@ -49,6 +54,24 @@ _LEADER_MOVING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVA
                   KafkaError.FENCED_LEADER_EPOCH)
 
 
+def producer_defaults(user_config: dict) -> dict:
+    """The producer settings streamlib adds under the user's: idempotence, unless the
+    user's config conflicts with it (Kafka's Java client drops the default the same way).
+
+    >>> producer_defaults({})
+    {'enable.idempotence': True}
+    >>> producer_defaults({"acks": "1"})
+    {}
+    """
+    acks = str(user_config.get("acks", user_config.get("request.required.acks", "all"))).lower()
+    in_flight = int(user_config.get("max.in.flight.requests.per.connection",
+                                    user_config.get("max.in.flight", 5)))
+    retries = int(user_config.get("retries", user_config.get("message.send.max.retries", 1)))
+    if acks not in ("all", "-1") or in_flight > 5 or retries == 0:
+        return {}
+    return {"enable.idempotence": True}
+
+
 def _error_text(exc: BaseException) -> str:
     err = exc.args[0] if exc.args else exc
     return err.str() if isinstance(err, KafkaError) else str(err)
@@ -69,7 +92,8 @@ class KafkaBackend(TopicBackend):
         self.exactly_once = processing_guarantee == "exactly_once"
         self._common = {"bootstrap.servers": bootstrap, "logger": _log,
                         "socket.connection.setup.timeout.ms": int(timeout * 1000)}
-        self._producer_config = {**self._common, **(producer_config or {})}
+        self._producer_config = {**self._common, **producer_defaults(producer_config or {}),
+                                 **(producer_config or {})}
         self._consumer_config = {**self._common, "group.id": "streamlib-reader",
                                  "enable.auto.commit": False, "enable.partition.eof": True,
                                  "isolation.level": "read_committed",

@@ -18,7 +18,9 @@ import numpy as np
 import pyarrow as pa
 
 from .base import (APPEND_SCHEMA, HEADER_TYPE, MAX_MESSAGE_BYTES, RecordTooLarge, TopicBackend, TopicExists,
-                   TopicInfo, TopicNotFound, TopicsError, check_record_sizes, check_topic_name)
+                   TopicInfo, TopicNotFound, TopicsError, check_record_sizes, check_timestamps, check_topic_name,
+                   raise_invalid_timestamp, timestamp_limit)
+from .epochs import History, first_epoch, write_history
 from .fsyncs import deferred_fsyncs
 from .partition_log import DEFAULT_SEGMENT_BYTES, Compaction, PartitionDeleted, PartitionLog
 from .partitioner import RoundRobin, partition_array
@@ -46,6 +48,20 @@ class _Pending:
         self.values: list[Optional[bytes]] = []
         self.headers: list = []
         self.nbytes = 0
+
+    @classmethod
+    def of(cls, tables: list[tuple[int, pa.Table]]) -> "_Pending":
+        """Records of ``(partition, APPEND_SCHEMA table)`` pairs buffered again."""
+        pending = cls()
+        for partition, table in tables:
+            for row in table.to_pylist():
+                pending.partitions.append(partition)
+                pending.timestamps.append(row["timestamp"])
+                pending.keys.append(row["key"])
+                pending.values.append(row["value"])
+                pending.headers.append(tuple((h["key"], h["value"]) for h in row["headers"]) or None)
+                pending.nbytes += len(row["key"] or b"") + len(row["value"] or b"")
+        return pending
 
     def table(self) -> pa.Table:
         n = len(self.keys)
@@ -98,8 +114,10 @@ class LocalBackend(TopicBackend):
         # concurrent creators cannot both win.
         tmp = os.path.join(self.root, f".creating-{name}-{uuid.uuid4().hex}")
         os.makedirs(tmp)
+        epoch = first_epoch()  # above every epoch of a topic this one may replace
         for p in range(partitions):
             os.mkdir(os.path.join(tmp, str(p)))
+            write_history(os.path.join(tmp, str(p)), ((epoch, 0),), fsync=False)  # as durable as topic.json
         with open(os.path.join(tmp, _META), "w") as f:
             json.dump({"partitions": partitions, "config": info.config}, f)
         try:
@@ -159,6 +177,8 @@ class LocalBackend(TopicBackend):
             if size > limit:
                 raise RecordTooLarge(f"a record of {size} bytes exceeds topic {topic!r}'s max.message.bytes "
                                      f"{limit}; raise the topic's max.message.bytes or make the record smaller")
+        if timestamp is not None and timestamp > timestamp_limit(self._config(topic)):
+            raise_invalid_timestamp(topic, timestamp, self._config(topic), partition)
         if partition is None:
             partition = self._round_robin(n) if key is None else -1
         pending = self._pending.get(topic)
@@ -185,7 +205,9 @@ class LocalBackend(TopicBackend):
     def append(self, topic: str, partition: int, records: pa.Table,
                producer_id: Optional[str] = None, sequence: Optional[int] = None) -> bool:
         check_record_sizes(topic, records, self._config(topic), partition)
-        return self._current(topic, lambda: self._log(topic, partition).append(records, producer_id, sequence))
+        check_timestamps(topic, records.column("timestamp"), self._config(topic), partition)
+        return self._appended(topic, partition, lambda: self._current(
+            topic, lambda: self._log(topic, partition).append(records, producer_id, sequence)))
 
     def end_offsets(self, topic: str) -> dict[int, int]:
         return self._current(topic, lambda: {p: self._log(topic, p).end_offset()
@@ -197,6 +219,9 @@ class LocalBackend(TopicBackend):
 
     def read_arrow(self, topic: str, partition: int, start: int, end: int) -> pa.Table:
         return self._current(topic, lambda: self._log(topic, partition).read_arrow(start, end))
+
+    def epoch_history(self, topic: str, partition: int) -> History:
+        return self._current(topic, lambda: self._log(topic, partition).epochs())
 
     def compact(self, topic: str) -> None:
         for p in range(self.num_partitions(topic)):
@@ -243,6 +268,22 @@ class LocalBackend(TopicBackend):
         return log
 
     def _write_pending(self, topic: str) -> None:
-        pending = self._pending.pop(topic)
-        for partition, table in pending.split(self.num_partitions(topic)).items():
-            self._log(topic, partition).append(table)
+        """Append what ``produce()`` buffered for ``topic``; what an append could not
+        write (a full disk) stays buffered for the next ``flush()``, and it says why."""
+        tables = sorted(self._pending.pop(topic).split(self.num_partitions(topic)).items())
+        for i, (partition, table) in enumerate(tables):
+            try:
+                self._appended(topic, partition, lambda: self._log(topic, partition).append(table))
+            except BaseException:
+                self._pending[topic] = _Pending.of(tables[i:])
+                raise
+
+    def _appended(self, topic: str, partition: int, append: Callable[[], T]) -> T:
+        """``append()``, an ``OSError`` (a full disk: ENOSPC) said as the log's own error
+        naming where; the partial frame it left is cut by the next writer."""
+        try:
+            return append()
+        except OSError as exc:
+            raise TopicsError(f"topic {topic!r} partition {partition}: cannot append ({exc.strerror or exc}); "
+                              f"nothing of this append is readable; it can be made again once there is "
+                              f"room") from exc

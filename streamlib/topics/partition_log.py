@@ -13,7 +13,9 @@ Concurrency model (several processes, e.g. Spark Python workers):
   segment) and ignored until the writer deletes them.
 
 Crash safety: a torn tail (half frame, garbage) is cut off by the next writer;
-index entries are rebuilt from the frames. Idempotence state (last sequence per
+index entries are rebuilt from the frames. Cutting the last segment's tail (or
+finding that it lost frames its index still lists) starts a new log epoch before
+the offsets are handed out again (:mod:`~streamlib.topics.epochs`). Idempotence state (last sequence per
 producer) is recovered from the frames themselves; ``producers.json`` is only a
 cache of it.
 """
@@ -32,9 +34,10 @@ from typing import Iterator, Optional
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .base import APPEND_SCHEMA, RECORD_SCHEMA, TopicsError
+from .compaction import Compaction, compacted_frames, latest_per_key
+from .epochs import EPOCHS_FILE, History, bumped, read_history, write_history
 from .frames import (FRAME_HEADER, INDEX_ENTRY, SEGMENT_HEADER, SEGMENT_MAGIC, FrameInfo, encode_frame,
                      encode_index_entry, frame_producers, frame_table, new_segment_header,
                      parse_frame, parse_index)
@@ -44,38 +47,6 @@ DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 log = logging.getLogger("streamlib.topics")
 _SNAPSHOT = "producers.json"
 _CLEANER = "cleaner.json"
-
-
-@dataclass(frozen=True)
-class Compaction:
-    """When a ``cleanup.policy=compact`` partition compacts itself, and how long it keeps
-    tombstones (Kafka's ``min.cleanable.dirty.ratio`` and ``delete.retention.ms``).
-
-    A partition compacts after an append once the bytes written since its last
-    compaction are at least ``min_dirty_ratio`` of the whole log and at least
-    ``min_dirty_bytes`` (so a small log is not rewritten on every append: Kafka never
-    cleans the active segment). A tombstone survives compactions until
-    ``delete_retention_ms`` have passed since the first compaction that saw it, so a
-    reader that was behind (a stale store copy catching up) still sees the delete.
-
-    >>> Compaction.from_config({"cleanup.policy": "compact", "delete.retention.ms": "0"}).delete_retention_ms
-    0
-    >>> Compaction.from_config({}) is None
-    True
-    """
-
-    min_dirty_ratio: float = 0.5
-    delete_retention_ms: int = 24 * 60 * 60 * 1000
-    min_dirty_bytes: int = 1 << 20
-
-    @classmethod
-    def from_config(cls, config: dict) -> Optional["Compaction"]:
-        """The policy of a topic config, ``None`` unless ``cleanup.policy`` has ``compact``."""
-        if "compact" not in str(config.get("cleanup.policy", "")).split(","):
-            return None
-        return cls(float(config.get("min.cleanable.dirty.ratio", cls.min_dirty_ratio)),
-                   int(config.get("delete.retention.ms", cls.delete_retention_ms)),
-                   int(config.get("streamlib.min.cleanable.bytes", cls.min_dirty_bytes)))
 
 
 @dataclass
@@ -88,6 +59,8 @@ class _Segment:
     frames: list[FrameInfo] = field(default_factory=list)
     indexed: int = 0  # how many of ``frames`` are in the index file
     mapped: Optional[pa.Buffer] = None
+    #: its index listed frames past the end of its data: the file lost frames
+    lost_frames: bool = False
 
     @property
     def data_end(self) -> int:
@@ -130,6 +103,7 @@ class PartitionLog:
         self._producers_through = 0      # frames of ``_where`` folded into ``_producers``
         self._mutex = threading.RLock()
         self._lock_fd: Optional[int] = None
+        self._epochs_seen: Optional[tuple] = None  # the epochs file when the segments were read
 
     # ---- views -------------------------------------------------------------
     def end_offset(self) -> int:
@@ -141,6 +115,11 @@ class PartitionLog:
         with self._mutex:
             self._refresh()
             return self._where[0][1].first if self._where else self._end()
+
+    def epochs(self) -> History:
+        """The partition's epoch history (read after the segments: a reader that saw
+        records appended under a new epoch sees that epoch)."""
+        return read_history(self.path)
 
     def read_arrow(self, start: int, end: int) -> pa.Table:
         """Rows with ``start <= offset < end``, zero-copy from the mapped segments."""
@@ -212,7 +191,7 @@ class PartitionLog:
         droppable = max((h[0] for h in expired), default=start)
         history = [h for h in history if h[1] > now_ms - retention] + expired[-1:]
         table = self.read_arrow(start, end)
-        keep = _latest_per_key(table, droppable)
+        keep = latest_per_key(table, droppable)
         first_segment = self._segments[0]
         tmp = os.path.join(self.path, f"{first_segment.base:020d}.compacting.log")
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -221,7 +200,7 @@ class PartitionLog:
             os.write(fd, header)
             segment = _Segment(first_segment.base, tmp, os.fstat(fd).st_ino, header,
                                size=len(header))
-            self._write_to(fd, segment, _compacted_frames(keep, start, end, producers))
+            self._write_to(fd, segment, compacted_frames(keep, start, end, producers))
         finally:
             os.close(fd)
         # The new segment replaces the first one atomically; a crash before the old
@@ -290,7 +269,9 @@ class PartitionLog:
             names = sorted(n for n in os.listdir(self.path) if n.endswith(".log"))
         except FileNotFoundError:
             raise PartitionDeleted(f"partition directory {self.path} disappeared (topic deleted?)") from None
+        self._forget_frames_of_an_older_epoch()
         known = {s.base: s for s in self._segments}
+        last_name = max((n for n in names if n[:-4].isdigit()), default=None)
         segments: list[_Segment] = []
         end = 0
         changed = replaced = False
@@ -324,7 +305,7 @@ class PartitionLog:
                 _scan_frames(segment, st.st_size)
                 changed = True
             if repair:
-                changed |= self._repair(segment)
+                changed |= self._repair(segment, last=name == last_name)
             segments.append(segment)
             end = segment.frames[-1].last + 1 if segment.frames else base
         if changed or len(segments) != len(self._segments):
@@ -334,9 +315,34 @@ class PartitionLog:
             if replaced or {s.base for s in segments} < set(known):
                 self._producers, self._producers_through = None, 0  # compacted elsewhere
 
-    def _repair(self, segment: _Segment) -> bool:
-        """Truncate bytes after the last valid frame and index the unindexed frames."""
+    def _forget_frames_of_an_older_epoch(self) -> None:
+        """Drop the frames known so far if the log started a new epoch since: its tail
+        was cut and may have been written again in place, where known frames (read
+        before the damage) would name bytes that are now other records."""
+        try:
+            st = os.stat(os.path.join(self.path, EPOCHS_FILE))
+            seen = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            seen = None
+        if seen != self._epochs_seen:
+            if self._segments:
+                self._segments, self._where, self._lasts = [], [], []
+                self._producers, self._producers_through = None, 0
+            self._epochs_seen = seen
+
+    def _repair(self, segment: _Segment, last: bool = False) -> bool:
+        """Truncate bytes after the last valid frame and index the unindexed frames.
+
+        Cutting the ``last`` segment (or finding it lost frames) first starts a new
+        epoch at its new end: the next appends reuse the cut offsets, and readers
+        that read the cut records must find out (the bump is durable before the cut,
+        so a crash between them only leaves an epoch that covers nothing)."""
         changed = False
+        if last and (segment.lost_frames or segment.size > segment.data_end):
+            end = segment.frames[-1].last + 1 if segment.frames else segment.base
+            self._bump_epoch(end)
+            segment.lost_frames = False
+            self._producers, self._producers_through = None, 0  # the cut frames' sequences went too
         if segment.size > segment.data_end:
             # A writer died mid-append (or the file was damaged): what follows the last
             # complete frame was never acknowledged. Say so: a reader that had been told
@@ -364,6 +370,12 @@ class PartitionLog:
                 os.close(fd)
             segment.indexed = len(segment.frames)
         return changed
+
+    def _bump_epoch(self, start: int) -> None:
+        history = bumped(read_history(self.path), start)
+        log.warning("%s: offsets from %d on will be handed out again: new log epoch %d",
+                    self.path, start, history[-1][0])
+        write_history(self.path, history, self.fsync)
 
     def _active_segment(self) -> _Segment:
         """The segment to append to, rolling a new one when the last is full."""
@@ -407,7 +419,7 @@ class PartitionLog:
         infos = []
         for batch, first, last, producers in frames:
             data = encode_frame(batch, first, last, producers)
-            os.pwrite(fd, data, pos)
+            _pwrite_all(fd, data, pos)
             infos.append(FrameInfo(first, last, pos, len(data)))
             pos += len(data)
         if self.fsync:
@@ -468,6 +480,14 @@ class PartitionLog:
             fsync_path(self.path, os.O_RDONLY | os.O_DIRECTORY)
 
 
+def _pwrite_all(fd: int, data: bytes, pos: int) -> None:
+    """``pwrite`` all of ``data``: a full disk first writes short, then raises ENOSPC."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, pos)
+        view, pos = view[written:], pos + written
+
+
 def _unlink_segment(path: str) -> None:
     for p in (path, _index_path(path)):
         try:
@@ -502,6 +522,7 @@ def _scan_frames(segment: _Segment, file_size: int) -> None:
     concurrently, which would fault a mapped read."""
     if segment.frames and segment.data_end > file_size:  # index ahead of data: distrust it
         segment.frames, segment.indexed = [], 0
+        segment.lost_frames = True
     start = segment.data_end
     with open(segment.path, "rb") as f:
         f.seek(start)
@@ -531,30 +552,3 @@ def _clip(table: pa.Table, start: int, end: int) -> pa.Table:
     offsets = np.frombuffer(column.buffers()[1], np.int64, len(column), column.offset * 8)
     lo, hi = np.searchsorted(offsets, [start, end])
     return table.slice(lo, hi - lo) if (lo, hi) != (0, len(offsets)) else table
-
-
-def _latest_per_key(table: pa.Table, drop_tombstones_below: int) -> pa.Table:
-    """Rows that survive compaction, in offset order: the latest per key, except
-    tombstones at offsets below ``drop_tombstones_below``; keyless records all stay."""
-    keyed = pc.is_valid(table["key"])
-    latest = (table.filter(keyed).select(["key", "offset"]).group_by("key")
-              .aggregate([("offset", "max")]).column("offset_max"))
-    survivor = pc.or_(pc.invert(keyed), pc.is_in(table["offset"], value_set=latest))
-    live = pc.or_(pc.or_(pc.invert(keyed), pc.is_valid(table["value"])),
-                  pc.greater_equal(table["offset"], drop_tombstones_below))
-    return table.filter(pc.and_(survivor, live))
-
-
-def _compacted_frames(table: pa.Table, start: int, end: int,
-                      producers: dict[str, int]) -> list[tuple]:
-    """Frames covering ``[start, end)`` exactly; the last carries the producer state."""
-    batches = [b for b in table.combine_chunks().to_batches(max_chunksize=65536) if b.num_rows]
-    if not batches:
-        return [(None, start, end - 1, producers or None)]
-    frames = []
-    first = start
-    for i, batch in enumerate(batches):
-        last = end - 1 if i == len(batches) - 1 else batch.column(0)[-1].as_py()
-        frames.append((batch, first, last, producers or None if i == len(batches) - 1 else None))
-        first = last + 1
-    return frames

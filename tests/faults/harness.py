@@ -5,7 +5,8 @@ output topic and store with a failure-free run.
 Between restarts it may also delete the state directory (stores are restored from
 their changelogs) or corrupt a store's RocksDB files (the copy is rebuilt from its
 changelog, not fatal). ``python harness.py --kills 50`` (``make faults``) runs every
-topology and prints the summary table.
+topology, then the damage to the log itself of :mod:`log_faults` (``--damage KIND``,
+``--damage none``), and prints the summary table.
 """
 from __future__ import annotations
 
@@ -498,6 +499,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", metavar="LOG", help="only print the summary table of LOG")
     parser.add_argument("--stop-killing-at", metavar="HH:MM", help="UTC time after which no new kill "
                         "starts: each topology then runs to the end and is compared (a time-boxed run)")
+    parser.add_argument("--damage", action="append", choices=("input-tail", "changelog-tail", "full-disk", "none"),
+                        help="damage to the log run after the kills, each once per topology (default: all)")
+    parser.add_argument("--records", type=int, help="input records per topology (default: the topology's)")
     parser.add_argument("--run-timeout", type=float, default=RUN_TIMEOUT,
                         help="seconds one run may take before it counts as failed")
     args = parser.parse_args(argv)
@@ -518,14 +522,28 @@ def main(argv: list[str] | None = None) -> int:
         now = dt.datetime.now(dt.timezone.utc)
         hour, minute = map(int, args.stop_killing_at.split(":"))
         stop = now.replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
+    from log_faults import KINDS, log_damage_run
+
+    kinds = [k for k in (args.damage or KINDS) if k != "none"]
     outcomes = []
-    for name in args.topology or list(REGISTRY):
-        outcome = fault_run(REGISTRY[name], root / name, args.kills, args.seed, verbose=True, log=log,
-                            stop_killing_at=stop)
-        outcomes.append(outcome)
-        print(f"{name}: kills by point {dict(outcome.points)}, damage {dict(outcome.damage)}", flush=True)
-        for problem in outcome.mismatches[:20]:
-            print(f"  MISMATCH {problem}", flush=True)
+    registry = dict(REGISTRY)
+    if args.records:
+        from dataclasses import replace
+        from functools import partial
+
+        registry = {n: replace(s, inputs=partial(s.inputs, n=args.records)) for n, s in REGISTRY.items()}
+    for name in args.topology or list(registry):
+        runs = [lambda: fault_run(registry[name], root / name, args.kills, args.seed, verbose=True, log=log,
+                                  stop_killing_at=stop)] if args.kills else []
+        runs += [lambda kind=kind: log_damage_run(registry[name], root / f"{name}-{kind}", kind, args.seed)
+                 for kind in kinds]
+        for run in runs:
+            outcome = run()
+            outcomes.append(outcome)
+            print(f"{outcome.topology}: kills by point {dict(outcome.points)}, damage {dict(outcome.damage)}",
+                  flush=True)
+            for problem in outcome.mismatches[:20] + outcome.failures[:5]:
+                print(f"  {'MISMATCH' if problem in outcome.mismatches else 'FAILED RUN'} {problem}", flush=True)
     print(TABLE_HEAD)
     for outcome in outcomes:
         print(outcome.row())

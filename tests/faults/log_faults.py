@@ -1,0 +1,114 @@
+"""Damage to the embedded log itself between runs (issue 37), each compared with a
+failure-free run that got the same input:
+
+* ``input-tail``: an input partition's last frame is torn after the application read
+  it; later input is appended at the cut offsets. Log epochs send the application back
+  to the cut, so each new record is read once.
+* ``changelog-tail``: a store's changelog loses its last frame under the copy that
+  reflects it; later input runs a batch. The copy logs its contents again.
+* ``full-disk``: the run directory is a small tmpfs filled up (ENOSPC) while the
+  application processes later input; the run fails with the log's error, room is
+  made, and the next run finishes. Needs root to mount (else reported as skipped).
+
+Each then takes one SIGKILL mid-batch and runs to the end, and stores and outputs are
+compared with the failure-free run.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+from pathlib import Path
+
+from harness import Outcome, _failure_free, compare, produce_inputs, reference_run, run_once
+from topologies import FaultTopology
+
+KINDS = ("input-tail", "changelog-tail", "full-disk")
+#: The tmpfs of a full-disk run: room for a small topology's log, state and checkpoint.
+DISK_SIZE = "512m"
+
+
+def tear_last_frame(partition_dir: str, cut: int = 10) -> None:
+    """Cut the last ``cut`` bytes of the partition's last segment (a torn last frame)."""
+    segment = sorted(glob.glob(os.path.join(partition_dir, "*.log")))[-1]
+    with open(segment, "r+b") as f:
+        f.truncate(os.path.getsize(segment) - cut)
+
+
+def fullest_partition(log_dir: Path, topics: list[str]) -> str:
+    """The partition directory (of ``topics``) with the largest last segment."""
+    candidates = [d for t in topics for d in glob.glob(str(log_dir / t / "[0-9]*"))
+                  if glob.glob(os.path.join(d, "*.log"))]
+    return max(candidates, key=lambda d: os.path.getsize(sorted(glob.glob(os.path.join(d, "*.log")))[-1]))
+
+
+def _mount_small_disk(workdir: Path) -> bool:
+    workdir.mkdir(parents=True)
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs", str(workdir)],
+                          capture_output=True).returncode == 0
+
+
+def _fill(workdir: Path, leave: int = 32 * 1024) -> Path:
+    stats = os.statvfs(workdir)
+    filler = workdir / "filler"
+    with open(filler, "wb") as f:
+        remaining = max(0, stats.f_bavail * stats.f_frsize - leave)
+        while remaining > 0:
+            chunk = min(remaining, 1 << 20)
+            f.write(b"\0" * chunk)
+            remaining -= chunk
+    return filler
+
+
+def log_damage_run(spec: FaultTopology, root: Path, kind: str, seed: int = 0, spark=None) -> Outcome:
+    """One run of ``kind`` (see the module docstring) on ``spec``."""
+    reference = root / "reference"
+    reference_run(spec, reference, seed, spark)
+    workdir = root / "faulty"
+    outcome = Outcome(f"{spec.name} {kind}")
+    if kind == "full-disk" and not _mount_small_disk(workdir):
+        outcome.failures.append("skipped: cannot mount a tmpfs here (needs root)")
+        return outcome
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+        outcome.records = produce_inputs(workdir, spec, seed)
+        first = run_once(workdir, spec.name)
+        if first.ended != "done":
+            outcome.mismatches.append(f"the run before the damage ended: {first.ended}")
+            return outcome
+        if kind == "input-tail":
+            tear_last_frame(fullest_partition(workdir / "log", list(spec.inputs(seed))))
+        elif kind == "changelog-tail":
+            changelogs = [os.path.basename(p) for p in glob.glob(str(workdir / "log" / "*-changelog"))]
+            tear_last_frame(fullest_partition(workdir / "log", changelogs))
+        outcome.damage[kind] += 1
+        outcome.records += produce_inputs(workdir, spec, seed + 1)  # later appends
+        produce_inputs(reference, spec, seed + 1)
+        _failure_free(reference, spec.name, spark)
+        if kind == "full-disk":
+            filler = _fill(workdir)
+            full = run_once(workdir, spec.name)
+            outcome.restarts += 1
+            if full.ended == "done":
+                outcome.damage["full disk not hit"] += 1
+            else:
+                outcome.failures.append(f"on a full disk: {full.ended[-300:]}")
+            filler.unlink()
+        killed = run_once(workdir, spec.name, "mid-batch", hit=1)
+        outcome.restarts += 1
+        if killed.ended == "killed":
+            outcome.kills += 1
+            outcome.points["mid-batch"] += 1
+        elif killed.ended != "done":
+            outcome.failures.append(f"after the damage: {killed.ended[-300:]}")
+        final = run_once(workdir, spec.name)
+        outcome.restarts += 1
+        if final.ended != "done":
+            outcome.mismatches.append(f"the last run failed: {final.ended[-500:]}")
+        else:
+            outcome.mismatches.extend(compare(spec, reference, workdir))
+            outcome.compared = True
+        return outcome
+    finally:
+        if kind == "full-disk":
+            subprocess.run(["umount", "-l", str(workdir)], capture_output=True)
