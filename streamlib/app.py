@@ -11,7 +11,7 @@ from collections import defaultdict
 from typing import Any, Optional
 
 from .config import StreamsConfig
-from .errors import translate
+from .spark.query_errors import translate
 from .instance import ApplicationLock
 from .preflight import prepare_changelogs
 from .runtime.batches import data_pass, time_pass
@@ -165,7 +165,7 @@ class Streams:
         from .spark.checkpoint_files import local_checkpoint_logs
         from .spark.compiler import BatchPlan
         from .spark.shipping import ship_user_modules
-        from .spark.source import BackendSpec
+        from .topics.spec import BackendSpec
         from .spark import kafka_source
         from .spark.stopping import quiet_stops
         from .spark.stream_time_log import StreamTimeLog
@@ -323,7 +323,7 @@ class Streams:
     def _interactive(self) -> Any:
         if self._queries is None:
             from .query.service import Queries
-            from .spark.source import BackendSpec
+            from .topics.spec import BackendSpec
 
             backend = BackendSpec.from_options(self._source_options())
             self._queries = Queries(self.topology, self.config, backend.open)

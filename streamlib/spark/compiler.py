@@ -30,7 +30,7 @@ from streamlib.config import StreamsConfig
 from streamlib.spark.arrow import COMBINED_DDL, HEADERS_DDL, SOURCE_COLUMNS, SOURCE_DDL
 from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chains, repartition_rows,
                                      without_columns)
-from streamlib.spark.source import BackendSpec
+from streamlib.topics.spec import BackendSpec
 from streamlib.spark.exprs import by_key, once, selected
 from streamlib.spark.hashing import hash_partition
 from streamlib.spark.lowerings import BatchInput, is_column_step, stage_batch_input

@@ -32,12 +32,12 @@ from streamlib.processors.columnar import output_rows
 from streamlib.spark.daemon import start_worker_task
 from streamlib.spark.exprs import once
 from streamlib.spark.sink import QUERY_ID_PROPERTY
-from streamlib.spark.source import BackendSpec
+from streamlib.topics.spec import BackendSpec
 from streamlib.spark.tasks import output_table, write_sinks
 from streamlib.topology import Node
 
 log = logging.getLogger("streamlib")
-#: the error class :func:`streamlib.errors.translate` finds in a failed query's text
+#: the error class :func:`streamlib.spark.query_errors.translate` finds in a failed query's text
 _FAILURE = f"{DeserializationFailure.__module__}.{DeserializationFailure.__name__}"
 
 
