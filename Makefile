@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml setup.py streamlib-spark-path.pth
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q -e '.[test]'
+	@# an editable install has no place for the .pth (setup.py): copied into the venv
+	$(VPY) -c "import shutil, sysconfig; shutil.copy('streamlib-spark-path.pth', sysconfig.get_paths()['purelib'])"
 	touch $(STAMP)
 
 java:

@@ -7,6 +7,9 @@ from typing import Mapping, Optional
 
 from pyspark.sql import SparkSession
 
+from _streamlib_spark_path import SESSION_VARIABLE
+
+from streamlib.spark import internals
 from streamlib.spark.java_check import require_java
 from streamlib.spark.kafka_source import fetched_jars_conf
 
@@ -22,6 +25,10 @@ LOCAL_DEFAULTS: dict[str, str] = {
 #: Spark's Python daemon, minus pyspark's source zip on the path (see :mod:`streamlib.spark.daemon`).
 #: Set on every session streamlib creates, spark-submit's included, unless already configured.
 DAEMON_MODULE = ("spark.python.daemon.module", "streamlib.spark.daemon")
+#: Marks the Python processes Spark starts for a session streamlib creates (its daemon,
+#: workers, data source planners and streaming source runners): only there does
+#: ``streamlib-spark-path.pth`` act (see :mod:`_streamlib_spark_path`).
+SESSION_ENV = (f"spark.executorEnv.{SESSION_VARIABLE}", "1")
 
 
 def register_data_sources(spark: SparkSession) -> SparkSession:
@@ -44,12 +51,7 @@ def register_data_sources(spark: SparkSession) -> SparkSession:
 
 def _configured(key: str, submitted: bool) -> bool:
     """Whether spark-submit (``--conf``, ``spark-defaults.conf``) already set ``key``."""
-    if not submitted:
-        return False
-    from pyspark import SparkConf, SparkContext
-
-    SparkContext._ensure_initialized()  # connects to spark-submit's JVM, whose conf we read
-    return SparkConf().contains(key)
+    return submitted and internals.submitted_conf_contains(key)
 
 
 def get_or_create_session(master: Optional[str] = None, app_name: str = "streamlib",
@@ -81,6 +83,7 @@ def get_or_create_session(master: Optional[str] = None, app_name: str = "streaml
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         if not _configured(DAEMON_MODULE[0], submitted):
             settings[DAEMON_MODULE[0]] = DAEMON_MODULE[1]
+        settings[SESSION_ENV[0]] = SESSION_ENV[1]
         settings.update(conf or {})
         if master is not None:
             settings["spark.master"] = master
