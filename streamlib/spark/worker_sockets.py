@@ -46,13 +46,13 @@ def quick_acks_on_file(stream: BinaryIO) -> None:
         sock.close()   # its own descriptor: the connection stays open
 
 
-def with_quick_acks(worker_main: Callable[[BinaryIO, BinaryIO], None]) -> Callable[[BinaryIO, BinaryIO], None]:
+def with_quick_acks(run_task: Callable[[BinaryIO, BinaryIO], None]) -> Callable[[BinaryIO, BinaryIO], None]:
     """pyspark's worker entry ``main(infile, outfile)``, which runs one task read from
     the JVM connection behind ``infile`` (again for each task of a reused worker), with
     :func:`quick_acks` on that connection first."""
 
     def run(infile: BinaryIO, outfile: BinaryIO) -> None:
         quick_acks_on_file(infile)
-        worker_main(infile, outfile)
+        run_task(infile, outfile)
 
     return run
