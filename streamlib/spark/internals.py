@@ -76,13 +76,16 @@ def _frame(jdf: Any, session: SparkSession) -> DataFrame:
 def run_spark_daemon(wrap_worker_main: Callable[[Callable], Callable]) -> None:
     """Run Spark's daemon with its worker entry wrapped, the way the PR that made
     ``spark.python.daemon.module`` configurable (SPARK-22959) shows: replace
-    ``pyspark.daemon.worker_main``, then call ``manager()``. Without them: Spark's daemon
-    as it is."""
+    ``pyspark.daemon.worker_main``, then call ``manager()``. PySpark 4.3 looks its worker
+    entry up inside each forked worker instead (no ``worker_main`` to replace): there the
+    daemon runs as it is."""
     from pyspark import daemon
 
-    main, manager = getattr(daemon, "worker_main", None), getattr(daemon, "manager", None)
-    if enabled("pyspark.daemon.worker_main") and callable(main) and callable(manager):
+    main = getattr(daemon, "worker_main", None)
+    if enabled("pyspark.daemon.worker_main") and callable(main):
         daemon.worker_main = wrap_worker_main(main)
+    manager = getattr(daemon, "manager", None)
+    if callable(manager):
         manager()
     else:
         runpy.run_module("pyspark.daemon", run_name="__main__")
