@@ -152,15 +152,19 @@ def java_seq(items: list, as_columns: bool = True) -> Optional[Any]:
 
 def select(df: DataFrame, seq: Optional[Any], columns: Callable[[], list]) -> DataFrame:
     """``df.select(*columns())``, through the kept Java ``seq`` when there is one."""
-    return _attempt("Dataset.select(Seq)", lambda: _frame(df._jdf.select(_given(seq)), df.sparkSession),
+    if not _given(seq):
+        return df.select(*columns())
+    return _attempt("Dataset.select(Seq)", lambda: _frame(df._jdf.select(seq), df.sparkSession),
                     lambda: df.select(*columns()))
 
 
 def with_columns(df: DataFrame, names: Optional[Any], values: Optional[Any],
                  columns: Callable[[], dict[str, Column]]) -> DataFrame:
     """``df.withColumns(columns())``, through the kept Java sequences when there are some."""
+    if not _given(names, values):
+        return df.withColumns(columns())
     return _attempt("Dataset.withColumns(Seq, Seq)",
-                    lambda: _frame(df._jdf.withColumns(_given(names), _given(values)), df.sparkSession),
+                    lambda: _frame(df._jdf.withColumns(names, values), df.sparkSession),
                     lambda: df.withColumns(columns()))
 
 
@@ -168,14 +172,13 @@ def repartition(df: DataFrame, partitions: Optional[int], seq: Optional[Any], co
     """``df.repartition(partitions, column)`` (Spark's shuffle partitions when None)."""
 
     def private() -> DataFrame:
-        jdf = df._jdf.repartition(_given(seq)) if partitions is None else \
-            df._jdf.repartition(partitions, _given(seq))
+        jdf = df._jdf.repartition(seq) if partitions is None else df._jdf.repartition(partitions, seq)
         return _frame(jdf, df.sparkSession)
 
     def public() -> DataFrame:
         return df.repartition(column) if partitions is None else df.repartition(partitions, column)
 
-    return _attempt("Dataset.repartition(Seq)", private, public)
+    return _attempt("Dataset.repartition(Seq)", private, public) if _given(seq) else public()
 
 
 def group_aggregate(df: DataFrame, by_seq: Optional[Any], rest_seq: Optional[Any], by: Callable[[], list],
@@ -183,16 +186,18 @@ def group_aggregate(df: DataFrame, by_seq: Optional[Any], rest_seq: Optional[Any
     """``df.groupBy(*by()).agg(*aggregates)``, through the kept Java sequences."""
 
     def private() -> DataFrame:
-        grouped = df._jdf.groupBy(_given(by_seq))
-        return _frame(grouped.agg(aggregates[0]._jc, _given(rest_seq)), df.sparkSession)
+        grouped = df._jdf.groupBy(by_seq)
+        return _frame(grouped.agg(aggregates[0]._jc, rest_seq), df.sparkSession)
 
-    return _attempt("Dataset.groupBy(Seq).agg", private, lambda: df.groupBy(*by()).agg(*aggregates))
+    def public() -> DataFrame:
+        return df.groupBy(*by()).agg(*aggregates)
+
+    return _attempt("Dataset.groupBy(Seq).agg", private, public) if _given(by_seq, rest_seq) else public()
 
 
-def _given(seq: Optional[Any]) -> Any:
-    if seq is None:   # no Java sequence could be made: the public path runs instead
-        raise TypeError("no Java sequence")
-    return seq
+def _given(*seqs: Optional[Any]) -> bool:
+    """Whether the Java sequences a private call needs were made (:func:`java_seq`)."""
+    return all(seq is not None for seq in seqs)
 
 
 # -- the compiler's per-batch shortcuts ---------------------------------------------------------
@@ -224,9 +229,13 @@ class ArrowStage:
 
     def apply(self, rows: DataFrame) -> DataFrame:
         """``rows.mapInArrow(function, ddl)``, through the UDF made once when there is one."""
+        def public() -> DataFrame:
+            return rows.mapInArrow(self.function, self.ddl)
+
+        if self.udf is None:
+            return public()
         return _attempt("Dataset.mapInArrow(Column)",
-                        lambda: _frame(rows._jdf.mapInArrow(_given(self.udf)._jc, False, None), rows.sparkSession),
-                        lambda: rows.mapInArrow(self.function, self.ddl))
+                        lambda: _frame(rows._jdf.mapInArrow(self.udf._jc, False, None), rows.sparkSession), public)
 
 
 def _arrow_udf(function: Callable, ddl: str, columns: Iterable[str]) -> Column:
