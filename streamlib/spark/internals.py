@@ -25,6 +25,7 @@ from typing import Any, Callable, Hashable, Iterable, Optional, TypeVar
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.functions import pandas_udf
 
 log = logging.getLogger("streamlib")
 T = TypeVar("T")
@@ -239,7 +240,6 @@ class ArrowStage:
 
 
 def _arrow_udf(function: Callable, ddl: str, columns: Iterable[str]) -> Column:
-    from pyspark.sql.pandas.functions import pandas_udf
     from pyspark.util import PythonEvalType
 
     udf = pandas_udf(function, returnType=ddl, functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
