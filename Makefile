@@ -9,14 +9,36 @@ export PYSPARK_DRIVER_PYTHON := $(VPY)
 # Java artifact versions: one place, shared with Maven (-D) and Python (streamlib.jvm).
 include streamlib/versions.env
 
-.PHONY: test wordcount bench java jars kafka-up kafka-down clean faults docs parity-soak
+# PySpark of the main venv, and of the second one the smoke subset runs on.
+PYSPARK_VERSION ?= 4.1.1
+PYSPARK_SMOKE_VERSION ?= 4.3.0
+VENV_SMOKE := .venv43
+VPY_SMOKE := $(abspath $(VENV_SMOKE))/bin/python
+# wordcount, windowed + suppress, grace join, live queries and the Spark internals (not Kafka:
+# Spark's Kafka source 4.3.0, spark-sql-kafka-0-10_2.13, is not served by Maven Central yet)
+SMOKE_TESTS := tests/test_engine_spark.py tests/test_windows_spark.py tests/test_grace_join_spark.py \
+	tests/test_interactive_queries.py tests/test_spark_internals.py \
+	tests/test_spark_workers.py
 
-$(STAMP): pyproject.toml setup.py streamlib-spark-path.pth
+.PHONY: test test-smoke-spark43 wordcount bench java jars kafka-up kafka-down clean faults docs parity-soak
+
+# A venv with an editable install of this clone, the tested set of dependencies
+# (constraints.txt) and the PySpark version given; an editable install has no place for the .pth
+# (setup.py), so it is copied into the venv.
+define make_venv
 	@command -v $(PYTHON) >/dev/null || { echo "streamlib needs $(PYTHON) on PATH (set PYTHON=...)"; exit 1; }
-	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -e '.[test,docs]'
-	touch $(STAMP)
+	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip install -q --upgrade pip
+	$(1)/bin/python -m pip install -q -c constraints.txt -e '.[test,docs]' pyspark==$(2)
+	$(1)/bin/python -c "import shutil, sysconfig; shutil.copy('streamlib-spark-path.pth', sysconfig.get_paths()['purelib'])"
+	touch $(1)/.installed-stamp
+endef
+
+$(STAMP): pyproject.toml setup.py streamlib-spark-path.pth constraints.txt
+	$(call make_venv,$(VENV),$(PYSPARK_VERSION))
+
+$(VENV_SMOKE)/.installed-stamp: pyproject.toml setup.py streamlib-spark-path.pth constraints.txt
+	$(call make_venv,$(VENV_SMOKE),$(PYSPARK_SMOKE_VERSION))
 
 java:
 	@$(VPY) -m streamlib.spark.java_check
@@ -39,6 +61,11 @@ kafka-down:
 TEST_WORKERS ?= 0
 test: $(STAMP) java jars
 	$(VPY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+
+# The smoke subset on the other PySpark (pyproject.toml allows 4.1 to 4.3).
+test-smoke-spark43: $(VENV_SMOKE)/.installed-stamp java jars
+	$(VPY_SMOKE) tools/kafka_local.py fetch   # Spark's Kafka source of PySpark $(PYSPARK_SMOKE_VERSION)
+	PYSPARK_PYTHON=$(VPY_SMOKE) PYSPARK_DRIVER_PYTHON=$(VPY_SMOKE) $(VPY_SMOKE) -m pytest -q $(SMOKE_TESTS)
 
 # Runs from the repository root, so the README's follow-up commands find the topics
 # in ./streamlib-data.
@@ -77,4 +104,4 @@ bench: $(STAMP) java
 	$(VPY) benchmarks/source_runner_bench.py
 
 clean:
-	rm -rf $(VENV) .cache streamlib-data streamlib-state examples/wordcount/run docs/_build
+	rm -rf $(VENV) $(VENV_SMOKE) .cache streamlib-data streamlib-state examples/wordcount/run docs/_build

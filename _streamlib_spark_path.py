@@ -1,24 +1,24 @@
-"""Python processes Spark starts import pyspark from site-packages, not from Spark's archives.
+"""In the Python processes Spark starts for streamlib's sessions, pyspark comes from
+site-packages, not from Spark's archives.
 
 Spark puts ``$SPARK_HOME/python/lib/pyspark.zip``, py4j's source zip and the
 ``spark-core`` jar first on the ``PYTHONPATH`` of every Python process it starts
 (``PythonUtils.sparkPythonPath``). Under a pip-installed pyspark the same modules are
 installed, with compiled bytecode, in site-packages; imported from the zip they are
-compiled again in every new process (0.5-0.7 s on 2 cores). Spark's planner processes
-(data source lookup and creation), the streaming source runner and each Python daemon
-are such processes, so every application start paid it several times.
+compiled again in every new process (0.5-0.7 s on 2 cores, 3-4 s under load).
+Spark's planner processes (data source creation and read planning) and the streaming
+source runner of every query are such processes, and no Spark setting chooses their
+module, so only code that runs at interpreter start can spare them that.
 
 ``streamlib-spark-path.pth``, installed next to this module, calls
-:func:`strip_spark_archives` at interpreter start when ``PYTHONPATH`` names a
-``pyspark.zip``; the archives are dropped only when the installed pyspark is the one
-zipped in them, so another ``SPARK_HOME`` (possibly another version) still wins. This
-module is top-level and imports nothing beyond the standard library: it runs in every
-such process before anything else.
-
-In Spark's own daemon (``python -m pyspark.daemon``: a session streamlib did not make,
-whose ``spark.python.daemon.module`` is not :mod:`streamlib.spark.daemon`) the .pth also
-calls :func:`preload_in_spark_daemon`, so workers forked from it start with what
-streamlib's tasks import, as they do under streamlib's daemon.
+:func:`strip_spark_archives` at interpreter start only when :data:`SESSION_VARIABLE`
+is in the environment: sessions streamlib creates or configures set it for the
+processes Spark starts for them (``spark.executorEnv.STREAMLIB_SPARK_SESSION``, see
+:mod:`streamlib.spark.session`); any other process, another application's Spark
+workers included, is left as it is. The archives are dropped only when the installed
+pyspark is the one zipped in them, so another ``SPARK_HOME`` (possibly another
+version) still wins. This module is top-level and imports nothing beyond the standard
+library: it runs before anything else in those processes.
 """
 from __future__ import annotations
 
@@ -27,8 +27,14 @@ import os
 import sys
 
 
-#: the module of Spark's own Python daemon (``spark.python.daemon.module``'s default)
-SPARK_DAEMON = "pyspark.daemon"
+#: Set (to ``1``) in the environment of the Python processes Spark starts for a session
+#: streamlib creates or configures; the .pth acts only where it is set.
+SESSION_VARIABLE = "STREAMLIB_SPARK_SESSION"
+
+
+def in_streamlib_session() -> bool:
+    """Whether this process was started by Spark for a session streamlib made or configured."""
+    return SESSION_VARIABLE in os.environ
 
 
 def is_spark_archive(path: str) -> bool:
@@ -81,30 +87,3 @@ def _prefixes(path: str) -> list[str]:
         found.append(path)
         path = os.path.dirname(path)
     return found
-
-
-def is_spark_daemon(argv: list[str]) -> bool:
-    """Whether ``argv`` (``sys.orig_argv``) starts Spark's own daemon, as Spark does:
-    ``<python> -m pyspark.daemon``.
-
-    >>> is_spark_daemon(["python3", "-m", "pyspark.daemon"]), is_spark_daemon(["python3", "-m", "pyspark.worker"])
-    (True, False)
-    """
-    return any(flag == "-m" and module == SPARK_DAEMON for flag, module in zip(argv, argv[1:]))
-
-
-def preload_in_spark_daemon() -> bool:
-    """In Spark's own daemon, import what every streamlib task needs before it forks
-    workers (:func:`streamlib.spark.daemon.preload`): each fresh worker would otherwise
-    spend 0.7-1.4 s of its first task importing pandas, pyarrow and streamlib, and a
-    stage of Python functions starts two workers per core (the read and the functions).
-    Returns whether it did."""
-    if not is_spark_daemon(getattr(sys, "orig_argv", [])):
-        return False
-    try:
-        from streamlib.spark.daemon import preload
-
-        preload()
-    except Exception:   # only a head start: never keep Spark's daemon from starting
-        return False
-    return True

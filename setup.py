@@ -1,11 +1,14 @@
-"""Everything is declared in pyproject.toml; this only installs streamlib-spark-path.pth
-into site-packages (see _streamlib_spark_path.py), for wheels and editable installs alike."""
+"""Everything is declared in pyproject.toml; this only adds streamlib-spark-path.pth to
+the wheel's root, so pip installs it into site-packages (see _streamlib_spark_path.py).
+
+An editable install (``pip install -e``) has no supported place for it: setuptools
+builds editable wheels from the packages alone. ``make`` copies it into the venv
+instead; without it everything works, Spark's processes for streamlib only start slower.
+"""
 import os
-import shutil
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
-from setuptools.command.editable_wheel import editable_wheel
 
 PTH = "streamlib-spark-path.pth"
 
@@ -21,12 +24,4 @@ class build_py_with_pth(build_py):
         return super().get_outputs(include_bytecode) + extra
 
 
-class editable_wheel_with_pth(editable_wheel):
-    # An editable wheel holds only what lands in its unpacked directory (setuptools
-    # writes its namespace .pth files there the same way).
-    def _install_namespaces(self, installation_dir, pth_prefix):
-        super()._install_namespaces(installation_dir, pth_prefix)
-        shutil.copy(PTH, installation_dir)
-
-
-setup(cmdclass={"build_py": build_py_with_pth, "editable_wheel": editable_wheel_with_pth})
+setup(cmdclass={"build_py": build_py_with_pth})

@@ -1,13 +1,12 @@
 """What one Python task costs Spark: a job of one ``mapInArrow`` task over one row.
 
-Three ways, each ``--jobs`` jobs after a warm-up, in sessions of one process
+Two ways, each ``--jobs`` jobs after a warm-up, in sessions of one process
 (``local[2]``, no UI; the job writes to the no-op sink):
 
 - ``spark daemon``: Spark's own ``pyspark.daemon``, the function does nothing else;
-- ``spark daemon + task``: the same, the function first calls
-  ``streamlib.spark.worker_sockets.quick_acks_to_jvm()`` (what every streamlib task does);
 - ``streamlib daemon``: ``spark.python.daemon.module=streamlib.spark.daemon`` (sessions
-  streamlib makes), which sets quick ACKs before each task reads anything.
+  streamlib makes), which sets quick ACKs on the worker's connection before each task
+  reads it (PySpark 4.1/4.2; 4.3 offers no hook for it).
 
 Prints the median and mean milliseconds per job.
 
@@ -29,13 +28,6 @@ from pyspark.sql import SparkSession  # noqa: E402
 
 
 def passthrough(batches):
-    yield from batches
-
-
-def quick_acks_first(batches):
-    from streamlib.spark.worker_sockets import quick_acks_to_jvm
-
-    quick_acks_to_jvm()
     yield from batches
 
 
@@ -63,7 +55,6 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load average: {os.getloadavg()[0]:.1f}")
     for name, daemon, function in (("spark daemon", "pyspark.daemon", passthrough),
-                                   ("spark daemon + task", "pyspark.daemon", quick_acks_first),
                                    ("streamlib daemon", "streamlib.spark.daemon", passthrough)):
         times = job_times(daemon, function, args.jobs)
         print(f"{name:<21} median {statistics.median(times) * 1000:6.1f} ms  mean {statistics.mean(times) * 1000:6.1f} ms",

@@ -10,8 +10,10 @@ and the first batch's input partitions over a ``--records``-record, 4-partition 
 (grouped as an application groups them: 5,000 records or more per read task).
 
 Prints the median of ``--runs`` processes for each part and for the whole process
-(Python's own start included). ``--zip`` keeps Spark's archives on the path (what a
-process without ``streamlib-spark-path.pth`` imports pyspark from).
+(Python's own start included). The processes run as Spark starts them for a session
+streamlib made (``STREAMLIB_SPARK_SESSION`` set, so ``streamlib-spark-path.pth`` drops
+Spark's archives); ``--zip`` leaves the variable out, so they import pyspark from the
+archives, as any other session's processes do.
 
     .venv/bin/python benchmarks/source_runner_bench.py [--runs 7] [--records 200000] [--zip]
 """
@@ -79,14 +81,13 @@ def main() -> None:
         backend.produce("lines", key=None, value=line, timestamp=1_000 + i, partition=i % 4)
     backend.flush()
     backend.close()
-    env = dict(os.environ, PYTHONPATH=spark_pythonpath())
-    command = [sys.executable, __file__, "--in-runner", bootstrap]
-    if a.zip:
-        # -S: no site, so no .pth (the archives stay); site-packages by hand, after them
-        import site
+    from _streamlib_spark_path import SESSION_VARIABLE
 
-        env["PYTHONPATH"] += os.pathsep + os.pathsep.join(site.getsitepackages())
-        command.insert(1, "-S")
+    env = {k: v for k, v in os.environ.items() if k != SESSION_VARIABLE}
+    env["PYTHONPATH"] = spark_pythonpath()
+    if not a.zip:
+        env[SESSION_VARIABLE] = "1"
+    command = [sys.executable, __file__, "--in-runner", bootstrap]
     parts, wholes = [], []
     for _ in range(a.runs):
         t = time.perf_counter()

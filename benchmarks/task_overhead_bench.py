@@ -32,7 +32,7 @@ import pyarrow as pa  # noqa: E402
 from streamlib import (Consumed, Materialized, Produced, Serdes, StreamsBuilder,  # noqa: E402
                        StreamsConfig)
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, source_batches  # noqa: E402
-from streamlib.spark.source import BackendSpec  # noqa: E402
+from streamlib.topics.spec import BackendSpec  # noqa: E402
 from streamlib.spark.tasks import StagePlan, run_task  # noqa: E402
 from streamlib.state.cache import STORE_CACHE  # noqa: E402
 from streamlib.topics import open_backend, records_to_arrow  # noqa: E402

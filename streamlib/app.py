@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import Any, Optional
 
 from .config import StreamsConfig
-from .errors import translate
+from .spark.query_errors import translate
 from .instance import ApplicationLock
 from .preflight import check_before_spark, prepare_changelogs, require_input_topics
 from .progress import Progress
@@ -175,7 +175,7 @@ class Streams:
         from .spark.clock import needs_clock, with_clock
         from .spark.compiler import BatchPlan
         from .spark.shipping import ship_user_modules
-        from .spark.source import BackendSpec
+        from .topics.spec import BackendSpec
         from .spark import kafka_source
         from .spark.stopping import quiet_stops
         from .spark.stream_time_log import StreamTimeLog
@@ -334,7 +334,7 @@ class Streams:
     def _interactive(self) -> Any:
         if self._queries is None:
             from .query.service import Queries
-            from .spark.source import BackendSpec
+            from .topics.spec import BackendSpec
 
             backend = BackendSpec.from_options(self._source_options())
             self._queries = Queries(self.topology, self.config, backend.open)

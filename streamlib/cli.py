@@ -12,6 +12,7 @@ import sys
 import time
 from typing import Callable, Optional, Sequence
 
+from . import __version__
 from .app_file import AppFileError, application_id_in, load_topologies
 from .config import StreamsConfig
 from .errors import StreamlibError
@@ -274,6 +275,7 @@ COMMANDS: list[Callable] = [_add_topics, _add_produce, _add_consume, _add_descri
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streamlib", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"streamlib {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in COMMANDS:
         add(subparsers)

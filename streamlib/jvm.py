@@ -54,17 +54,27 @@ def cache_dir() -> Path:
     return Path.home() / ".cache" / "streamlib"
 
 
+def spark_kafka_version() -> str:
+    """The version of Spark's Kafka source to use: the installed PySpark's (the
+    connector is built against Spark's internals and breaks on another release),
+    else the pinned one."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("pyspark")
+    except metadata.PackageNotFoundError:
+        return versions()["SPARK_KAFKA_VERSION"]
+
+
 def spark_kafka_package() -> str:
-    """Maven coordinates of Spark's Kafka source matching the pinned PySpark
+    """Maven coordinates of Spark's Kafka source matching the installed PySpark
     (what ``spark-submit --packages`` takes)."""
-    pins = versions()
-    return (f"org.apache.spark:spark-sql-kafka-0-10_{pins['SCALA_BINARY_VERSION']}:"
-            f"{pins['SPARK_KAFKA_VERSION']}")
+    return f"org.apache.spark:spark-sql-kafka-0-10_{versions()['SCALA_BINARY_VERSION']}:{spark_kafka_version()}"
 
 
 def spark_kafka_jars_dir() -> Path:
     """Where ``make jars`` puts Spark's Kafka source and its dependencies."""
-    return cache_dir() / "spark-kafka" / versions()["SPARK_KAFKA_VERSION"] / "jars"
+    return cache_dir() / "spark-kafka" / spark_kafka_version() / "jars"
 
 
 def kafka_libs_dir() -> Path:

@@ -136,7 +136,7 @@ def test_keys_stay_in_their_task_when_batch_sizes_change(spark, ws):
 def test_each_stage_function_is_pickled_once_and_takes_its_batch_from_the_job(spark, ws, monkeypatch):
     # Several micro-batches, one UDF per stage made at the first: each batch's tasks read
     # their batch id from the job's local property, which orders the sinks' appends.
-    from streamlib.spark import compiler
+    from streamlib.spark import internals
 
     made = []
 
@@ -144,8 +144,8 @@ def test_each_stage_function_is_pickled_once_and_takes_its_batch_from_the_job(sp
         made.append(args)
         return real_udf(*args, **kwargs)
 
-    real_udf = compiler.pandas_udf
-    monkeypatch.setattr(compiler, "pandas_udf", counting_udf)
+    real_udf = internals.pandas_udf
+    monkeypatch.setattr(internals, "pandas_udf", counting_udf)
     lines = random_lines(600, 9)
     ws.produce("lines", [(None, line) for line in lines], partitions=2)
     app = ws.run(spark, wordcount_topology(), max_records_per_batch=100)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from streamlib import Consumed, Produced, Serdes, Streams, StreamsBuilder
-from streamlib.errors import translate
+from streamlib.spark.query_errors import translate
 from streamlib.processors.base import ProcessingError
 from streamlib.processors.io import DeserializationFailure
 from engine import Workspace

@@ -217,7 +217,7 @@ def test_a_failing_function_below_a_count_still_names_its_node(tmp_path):
 # -- the Spark task's glue (run_task, output_table, sink appends), run without a query --
 def test_wordcount_stages_through_the_spark_task_glue(tmp_path):
     from engine import Workspace, latest_per_key, python_count, wordcount_topology
-    from streamlib.spark.source import BackendSpec
+    from streamlib.topics.spec import BackendSpec
     from streamlib.spark.tasks import StagePlan, run_task
 
     workspace = Workspace(tmp_path)

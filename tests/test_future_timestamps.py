@@ -9,7 +9,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from streamlib.errors import translate
+from streamlib.spark.query_errors import translate
 from streamlib.topics import InvalidTimestamp, open_backend
 from streamlib.topics.base import HEADER_TYPE
 

@@ -11,8 +11,9 @@ from pyspark.sql import functions as F
 
 from streamlib import Consumed, Materialized, Produced, Serdes, StreamsBuilder
 from streamlib.spark.compiler import BatchPlan
-from streamlib.spark.source import (READER_STAGE_OPTION, BackendSpec, RangeGroup, SourceOptions,
-                                    TopicBatchReader, TopicRange, with_combined_columns)
+from streamlib.spark.source import (READER_STAGE_OPTION, RangeGroup, SourceOptions, TopicBatchReader,
+                                    TopicRange, with_combined_columns)
+from streamlib.topics.spec import BackendSpec
 from streamlib.spark.window_counts import OPTION as WINDOW_COUNTS_OPTION
 from engine import Workspace, latest_per_key, python_count, wordcount_topology
 from test_engine_spark import random_lines

@@ -160,7 +160,7 @@ def test_reading_the_log_for_spark_does_not_import_pandas(log, tmp_path):
     log.compact("t")
     script = (
         "import sys\n"
-        "from streamlib.spark.source import BackendSpec, TopicRange, read_range\n"
+        "from streamlib.spark.source import TopicRange, read_range\nfrom streamlib.topics.spec import BackendSpec\n"
         f"spec = BackendSpec({log.url!r})\n"
         "rows = sum(b.num_rows for p in (TopicRange('t', 0, 3, 40), TopicRange('t', 1, 0, 0),\n"
         "                                TopicRange('t', 0, 60, 70))\n"

@@ -5,7 +5,9 @@ import os
 import sys
 
 import pyspark
+import pytest
 
+from _streamlib_spark_path import SESSION_VARIABLE
 from streamlib.spark.daemon import strip_spark_archives
 
 INSTALLED = os.path.dirname(pyspark.__file__)
@@ -83,17 +85,41 @@ def test_spark_submit_keeps_a_daemon_module_the_user_chose(tmp_path):
     assert "daemon: pyspark.daemon" in done.stdout, done.stderr[-2000:]
 
 
-def test_any_process_spark_starts_imports_pyspark_from_site_packages():
+SHOW_PATH = "import sys, pyspark; print(pyspark.__file__); print([p for p in sys.path if 'spark' in p.lower()])"
+
+
+def test_any_process_spark_starts_for_streamlib_imports_pyspark_from_site_packages():
     # Spark's planner processes, streaming source runner and daemons start with the
-    # archives first on PYTHONPATH; the installed streamlib-spark-path.pth drops them.
+    # archives first on PYTHONPATH; in streamlib's sessions (the variable set) the
+    # installed streamlib-spark-path.pth drops them.
     import subprocess
 
-    show = "import sys, pyspark; print(pyspark.__file__); print([p for p in sys.path if 'spark' in p.lower()])"
-    done = subprocess.run([sys.executable, "-c", show],
-                          capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join([ZIP, PY4J, JAR])})
+    done = subprocess.run([sys.executable, "-c", SHOW_PATH], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([ZIP, PY4J, JAR]),
+                               SESSION_VARIABLE: "1"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [pyspark.__file__, "[]"]
+
+
+def test_processes_of_other_sessions_keep_sparks_path():
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != SESSION_VARIABLE}
+    done = subprocess.run([sys.executable, "-c", SHOW_PATH], capture_output=True, text=True, timeout=60,
+                          env={**env, "PYTHONPATH": os.pathsep.join([ZIP, PY4J, JAR])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1] == repr([ZIP, PY4J, JAR])
+
+
+def test_the_pth_and_the_module_name_the_same_variable():
+    from pathlib import Path
+
+    pth = (Path(__file__).resolve().parent.parent / "streamlib-spark-path.pth").read_text()
+    assert f"'{SESSION_VARIABLE}' in os.environ" in pth
+
+
+def test_streamlibs_sessions_name_the_variable_for_their_processes(spark):
+    assert spark.sparkContext.getConf().get(f"spark.executorEnv.{SESSION_VARIABLE}") == "1"
 
 
 def test_another_spark_homes_zip_stays_first_at_process_start(tmp_path):
@@ -105,7 +131,7 @@ def test_another_spark_homes_zip_stays_first_at_process_start(tmp_path):
     shutil.copy(ZIP, other / "pyspark.zip")
     show = "import sys; print([p for p in sys.path if p.endswith('pyspark.zip')])"
     done = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(other / "pyspark.zip")})
+                          env={**os.environ, "PYTHONPATH": str(other / "pyspark.zip"), SESSION_VARIABLE: "1"})
     assert done.stdout.strip() == repr([str(other / "pyspark.zip")]), done.stderr
 
 
@@ -128,37 +154,6 @@ def test_the_daemon_imports_what_tasks_need_before_it_forks_workers(spark):
     assert [r.found for r in rows] == ["pandas/_libs,pyarrow/_compute,rocksdict"]
 
 
-
-def test_sparks_own_daemon_imports_what_tasks_need_before_it_forks_workers():
-    # A session streamlib did not make runs Spark's own daemon, started as Spark does:
-    # the installed streamlib-spark-path.pth has it import the same before it listens
-    # (it writes its port once it does).
-    import struct
-    import subprocess
-
-    daemon = subprocess.Popen([sys.executable, "-m", "pyspark.daemon"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env={**os.environ, "PYTHONPATH": os.pathsep.join([ZIP, PY4J, JAR])})
-    try:
-        (port,) = struct.unpack("!i", daemon.stdout.read(4))
-        with open(f"/proc/{daemon.pid}/maps") as maps:
-            text = maps.read()
-    finally:
-        daemon.stdin.close()   # the daemon's signal to stop
-        daemon.wait(timeout=60)
-    assert port > 0, daemon.stderr.read()
-    assert [lib for lib in ("pandas/_libs", "pyarrow/_compute", "rocksdict") if lib in text] == [
-        "pandas/_libs", "pyarrow/_compute", "rocksdict"]
-    assert b"RuntimeWarning" not in daemon.stderr.read()
-
-
-def test_only_sparks_daemon_preloads_at_interpreter_start():
-    from _streamlib_spark_path import is_spark_daemon
-
-    assert is_spark_daemon(["/venv/bin/python", "-m", "pyspark.daemon"])
-    assert not is_spark_daemon(["/venv/bin/python", "-m", "streamlib.spark.daemon"])
-    assert not is_spark_daemon(["/venv/bin/python", "-c", "pyspark.daemon"])
-    assert not is_spark_daemon(["/venv/bin/python", "pyspark.daemon"])
 
 def _loopback_pair():
     import socket
@@ -188,24 +183,35 @@ def test_quick_acks_turn_off_nagle_and_delayed_acks_on_a_tcp_socket():
         client.close(), accepted.close()
 
 
-def test_a_worker_sets_quick_acks_on_its_connections_to_the_local_host():
+def test_quick_acks_touch_the_workers_connection_and_no_other_socket():
     import socket
 
-    from streamlib.spark.worker_sockets import quick_acks_to_jvm
+    from streamlib.spark.worker_sockets import with_quick_acks
 
-    client, accepted = _loopback_pair()
+    to_jvm, jvm_side = _loopback_pair()
+    users, users_peer = _loopback_pair()   # a socket of the user's own, in the same worker
+    seen = []
     try:
-        assert quick_acks_to_jvm() >= 2
-        assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
-        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
-        client.send(b"x")   # the sockets still work: only options changed
-        assert accepted.recv(1) == b"x"
+        with open(os.dup(to_jvm.fileno()), "rb", buffering=0) as infile:
+            with_quick_acks(lambda i, o: seen.append(i))(infile, None)
+        assert seen == [infile]
+        assert to_jvm.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+        assert users.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0
+        assert users_peer.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0
+        assert jvm_side.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0
+        to_jvm.send(b"x")   # the connection still works: only options changed
+        assert jvm_side.recv(1) == b"x"
     finally:
-        client.close(), accepted.close()
+        for sock in (to_jvm, jvm_side, users, users_peer):
+            sock.close()
 
 
 def test_streamlibs_daemon_runs_every_task_with_quick_acks_to_the_jvm(spark):
     # Without them every Python task waited about 40 ms for its first Arrow batch.
+    from pyspark import daemon
+
+    if not hasattr(daemon, "worker_main"):
+        pytest.skip("this PySpark (4.3+) looks its worker entry up after the fork: no hook for quick ACKs")
     def options(batches):
         import os as worker_os
         import socket as worker_socket

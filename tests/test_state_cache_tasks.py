@@ -13,7 +13,7 @@ import pytest
 
 from streamlib import Consumed, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig
 from streamlib.reset import reset_application
-from streamlib.spark.source import BackendSpec
+from streamlib.topics.spec import BackendSpec
 from streamlib.spark.tasks import STAGE_SCHEMA, StagePlan, run_task
 from streamlib.state.cache import STORE_CACHE, release_everywhere
 from streamlib.topics import open_backend

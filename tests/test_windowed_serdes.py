@@ -9,7 +9,7 @@ import pytest
 
 from streamlib import Serdes, Window, Windowed
 from streamlib.serdes import SerializationError
-from streamlib.windows.serdes import SessionWindowedSerde, TimeWindowedSerde
+from streamlib.serdes import SessionWindowedSerde, TimeWindowedSerde
 
 LONG_MAX = (1 << 63) - 1
 

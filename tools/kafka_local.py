@@ -69,7 +69,7 @@ def fetch_spark_kafka() -> Path:
     """Spark's Kafka source and its extra dependencies in the cache (fetched once)."""
     pins = jvm.versions()
     return _copy_dependencies(ROOT / "tools" / "spark-kafka" / "pom.xml", jvm.spark_kafka_jars_dir(),
-                              {"spark.kafka.version": pins["SPARK_KAFKA_VERSION"],
+                              {"spark.kafka.version": jvm.spark_kafka_version(),
                                "scala.binary.version": pins["SCALA_BINARY_VERSION"]})
 
 

@@ -12,7 +12,8 @@ micro-batch's commit went from ~65 to ~20 ms, its offsets entry from ~37 to ~18 
 Both managers write a temporary file and rename it into place, and neither syncs on
 the local file system, so what survives a crash is the same; on other file systems
 (HDFS, object stores) Spark's default stays, whose ``FileContext`` rename is the
-atomic one there. A manager the session configures itself is always kept.
+atomic one there. A manager the session configures itself is always kept. The setting
+and the class are Spark internals: a Spark without that class keeps its default.
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from pyspark.sql import SparkSession
+
+from streamlib.spark import internals
 
 #: Spark's (internal) SQL setting naming the checkpoint file manager class.
 MANAGER_SETTING = "spark.sql.streaming.checkpointFileManagerClass"
@@ -41,7 +44,8 @@ def local_checkpoint_logs(spark: SparkSession, checkpoint: str) -> Iterator[None
     >>> spark.conf.get(MANAGER_SETTING, None) is None
     True
     """
-    if spark.conf.get(MANAGER_SETTING, None) is not None or not _on_local_files(spark, checkpoint):
+    if (spark.conf.get(MANAGER_SETTING, None) is not None or not _on_local_files(spark, checkpoint)
+            or not internals.jvm_class_exists(spark, FILE_SYSTEM_MANAGER)):
         yield
         return
     spark.conf.set(MANAGER_SETTING, FILE_SYSTEM_MANAGER)
@@ -53,6 +57,4 @@ def local_checkpoint_logs(spark: SparkSession, checkpoint: str) -> Iterator[None
 
 def _on_local_files(spark: SparkSession, path: str) -> bool:
     """Whether Spark resolves ``path`` to the local file system (``fs.defaultFS`` may not be)."""
-    jvm = spark.sparkContext._jvm
-    hadoop_conf = spark._jsparkSession.sessionState().newHadoopConf()
-    return jvm.org.apache.hadoop.fs.Path(path).getFileSystem(hadoop_conf).getScheme() == "file"
+    return internals.on_local_files(spark, path)

@@ -22,21 +22,19 @@ from typing import Any, Optional
 from pyspark import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.functions import pandas_udf
 from pyspark.storagelevel import StorageLevel
-from pyspark.util import PythonEvalType
 
 from streamlib.config import StreamsConfig
 from streamlib.spark.arrow import COMBINED_DDL, HEADERS_DDL, SOURCE_COLUMNS, SOURCE_DDL
 from streamlib.spark.columns import (apply_chain, chain_feeds_only, column_chains, repartition_rows,
                                      without_columns)
-from streamlib.spark.source import BackendSpec
+from streamlib.topics.spec import BackendSpec
 from streamlib.spark.exprs import by_key, once, selected
 from streamlib.spark.hashing import hash_partition
 from streamlib.spark.lowerings import BatchInput, is_column_step, stage_batch_input
 from streamlib.spark.plan_template import PlanTemplate
 from streamlib.spark.preaggregate import PreAggregate  # (also registers the count's lowering)
-from streamlib.spark import kafka_source, pickled
+from streamlib.spark import internals, kafka_source, pickled
 from streamlib.spark.tasks import (BATCH_PROPERTY, TASK_PARTITION, TICK_TOPIC, StagePlan, merge_metrics,
                                    reader_stage_function, stage_function)
 from streamlib.spark.undecodable import SkippedCount, handle_undecodable, split_undecodable
@@ -222,9 +220,8 @@ class BatchPlan:
         ``foreachBatch`` wraps the query's one session in a new Python ``SparkSession``
         every batch, so a key by the Python object built (and kept) a frame per batch,
         80-90 ms of py4j calls each."""
-        jsession = session._jsparkSession
         cached = self._tick_frames.get(n)
-        if cached is None or not cached[0].equals(jsession):
+        if cached is None or not internals.same_session(cached[0], session):
             keys = F.array(*(F.lit(k) for k in self.tick_keys(n)))
             partition = F.col("id").cast("int")
             frame = session.range(0, n, 1, numPartitions=1).select(
@@ -232,7 +229,7 @@ class BatchPlan:
                 F.lit(0).cast("long").alias("offset"), F.lit(-1).cast("long").alias("timestamp"),
                 F.element_at(keys, partition + 1).alias("key"), F.lit(None).cast("binary").alias("value"),
                 F.array().cast(HEADERS_DDL).alias("headers"))
-            cached = self._tick_frames[n] = (jsession, frame)
+            cached = self._tick_frames[n] = (internals.session_token(session), frame)
         return cached[1]
 
     def build(self, source: DataFrame, batch_id: int, stream_time: int = -1) -> DataFrame:
@@ -369,10 +366,8 @@ class BatchPlan:
         serves every batch's plan (the columns of a stage's input never change)."""
         if stage.udf is None:
             ddl = f"{SOURCE_DDL}, {COMBINED_DDL}" if stage.plan.combined_topics else SOURCE_DDL
-            udf = pandas_udf(stage_function(stage.plan, self.metrics.add), returnType=ddl,
-                             functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
-            stage.udf = udf(*[F.col(f"`{name}`") for name in rows.columns])
-        return DataFrame(rows._jdf.mapInArrow(stage.udf._jc, False, None), rows.sparkSession)
+            stage.udf = internals.ArrowStage(stage_function(stage.plan, self.metrics.add), ddl, rows.columns)
+        return stage.udf.apply(rows)
 
     def _source_rows(self, source: DataFrame, node_name: str) -> DataFrame:
         """The batch's rows of one source node, through its Column chain if it has one."""
@@ -407,7 +402,7 @@ class BatchPlan:
         if self._last_result is None:
             return "no micro-batch has run yet"
         # Rendered on demand: the plan's text costs tens of ms, each batch.
-        return self._last_result._jdf.queryExecution().toString()
+        return internals.plan_text(self._last_result)
 
     def run(self, source: DataFrame, batch_id: int, stream_time: int = -1) -> None:
         """Run the batch: every stage, each task writing its own sink rows."""
@@ -416,7 +411,7 @@ class BatchPlan:
             self._last_result = result
             result.collect()  # no rows: terminal stages only write to sinks
             if self._skipped:
-                observed = result._jdf.queryExecution().observedMetrics()
+                observed = internals.observed_metrics(result)
                 for skipped in self._skipped:
                     skipped.report(observed, self.metrics.add)
         finally:

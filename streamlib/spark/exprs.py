@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable, Optional, TypeVar
 
-from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame
+
+from streamlib.spark import internals
 
 T = TypeVar("T")
 _BUILT: dict[tuple, Any] = {}
@@ -29,51 +30,43 @@ def once(key: Hashable, make: Callable[[], T]) -> T:
     >>> once(("example",), lambda: built.append(2) or "another") == first, built
     (True, [1])
     """
-    full = (id(SparkContext._gateway), key)
+    full = (internals.jvm_key(), key)
     if full not in _BUILT:
         _BUILT[full] = make()
     return _BUILT[full]
 
 
-def java_seq(key: Hashable, make: Callable[[], list]) -> Any:
+def java_seq(key: Hashable, make: Callable[[], list]) -> Optional[Any]:
     """The Java ``Seq`` of the Columns (or column names) ``make()`` builds, once per JVM:
     PySpark converts a Python list anew for every ``select``, ``withColumns`` or ``agg``,
-    one Py4J round trip per element, in every batch."""
-    def build() -> Any:
-        from pyspark.sql.classic.column import _to_java_column, _to_seq
-
-        return _to_seq(SparkContext._active_spark_context, make(), _to_java_column)
-
-    return once(("java seq", key), build)
+    one Py4J round trip per element, in every batch. None without the internals
+    (:mod:`streamlib.spark.internals`): the public call then converts each time."""
+    return once(("java seq", key), lambda: internals.java_seq(make()))
 
 
 def selected(df: DataFrame, key: Hashable, make: Callable[[], list]) -> DataFrame:
     """``df.select(*make())``, the list converted once (:func:`java_seq`)."""
-    return DataFrame(df._jdf.select(java_seq(("select", key), make)), df.sparkSession)
+    return internals.select(df, java_seq(("select", key), make), lambda: once(("select", key), make))
 
 
 def with_columns(df: DataFrame, key: Hashable, make: Callable[[], dict[str, Column]]) -> DataFrame:
     """``df.withColumns(make())``, the names and Columns converted once (:func:`java_seq`)."""
-    from pyspark.sql.classic.column import _to_seq
-
     columns = once(("with columns", key), make)
-    names = once(("with column names", key), lambda: _to_seq(SparkContext._active_spark_context, list(columns)))
+    names = once(("with column names", key), lambda: internals.java_seq(list(columns), as_columns=False))
     values = java_seq(("with columns", key), lambda: list(columns.values()))
-    return DataFrame(df._jdf.withColumns(names, values), df.sparkSession)
+    return internals.with_columns(df, names, values, lambda: columns)
 
 
 def by_key(df: DataFrame, partitions: Optional[int] = None) -> DataFrame:
     """``df.repartition(partitions, "key")`` (``spark.sql.shuffle.partitions`` when
     ``partitions`` is None), the column list converted once (:func:`java_seq`)."""
-    key = java_seq(("repartition by",), lambda: ["key"])
-    jdf = df._jdf.repartition(key) if partitions is None else df._jdf.repartition(partitions, key)
-    return DataFrame(jdf, df.sparkSession)
+    return internals.repartition(df, partitions, java_seq(("repartition by",), lambda: ["key"]), "key")
 
 
 def aggregated(df: DataFrame, key: Hashable, by: Callable[[], list], aggregates: Callable[[], list[Column]]
                ) -> DataFrame:
     """``df.groupBy(*by()).agg(*aggregates())``, the lists converted once (:func:`java_seq`)."""
     columns = once(("aggregates", key), aggregates)
-    grouped = df._jdf.groupBy(java_seq(("group by", key), by))
-    return DataFrame(grouped.agg(columns[0]._jc, java_seq(("aggregates", key), lambda: columns[1:])),
-                     df.sparkSession)
+    return internals.group_aggregate(df, java_seq(("group by", key), by),
+                                     java_seq(("aggregates", key), lambda: columns[1:]),
+                                     lambda: once(("group by columns", key), by), columns)

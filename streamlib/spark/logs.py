@@ -1,7 +1,7 @@
 """Spark's logs at a level a user can read: one error, once.
 
 A failed micro-batch reaches the user as streamlib's own exception
-(:func:`streamlib.errors.translate`), with Spark's exception as its ``__cause__``.
+(:func:`streamlib.spark.query_errors.translate`), with Spark's exception as its ``__cause__``.
 Left alone, Spark reports the same failure four more times on stderr, each with the
 whole Python traceback: the executor ("Exception in task"), the task set manager ("Lost
 task", "aborting job"), the streaming query ("terminated with error") and Py4J on the

@@ -17,9 +17,9 @@ def encode(value: Any) -> str:
     >>> decode(encode({"a": 1}))
     {'a': 1}
     """
-    from pyspark import cloudpickle
+    from streamlib.spark.internals import cloudpickle
 
-    return base64.b64encode(cloudpickle.dumps(value)).decode("ascii")
+    return base64.b64encode(cloudpickle().dumps(value)).decode("ascii")
 
 
 def decode(text: str) -> Any:

@@ -16,9 +16,11 @@ gets a plan built afresh.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from pyspark.sql import DataFrame
+
+from streamlib.spark import internals
 
 #: Leaves that stay the same in every batch's plan (the ticks are a ``range``).
 _STATIC_LEAVES = frozenset({"org.apache.spark.sql.catalyst.plans.logical.Range"})
@@ -26,6 +28,9 @@ _STATIC_LEAVES = frozenset({"org.apache.spark.sql.catalyst.plans.logical.Range"}
 
 class PlanTemplate:
     """A batch's analyzed plan, to be re-instantiated over later batches' source rows.
+
+    Catalyst's plans are Spark internals (:mod:`streamlib.spark.internals`): without
+    them no template is taken, and every batch is planned afresh.
 
     Examples
     --------
@@ -38,38 +43,16 @@ class PlanTemplate:
     True
     """
 
-    def __init__(self, plan: Any, leaf: Any, session: Any, jvm: Any):
-        self._plan = plan
-        self._leaf = leaf
-        self._output = leaf.output()
-        self._session = session
-        # looked up once: each package step of a JVM name is a round trip
-        self._utils = jvm.org.apache.spark.api.python.PythonUtils
-        self._dataset = jvm.org.apache.spark.sql.classic.Dataset
+    def __init__(self, captured: internals.CapturedPlan):
+        self._captured = captured
 
     @classmethod
     def capture(cls, result: DataFrame, source: DataFrame) -> Optional[PlanTemplate]:
         """The template of ``result``, built over ``source``; None if its plan has leaves
         that are neither ``source`` nor batch-independent."""
-        plan = result._jdf.queryExecution().analyzed()
-        leaf = source._jdf.queryExecution().analyzed()
-        leaves = plan.collectLeaves()
-        for i in range(leaves.size()):
-            found = leaves.apply(i)
-            if not (found.equals(leaf) or found.getClass().getName() in _STATIC_LEAVES):
-                return None
-        if leaf.collectLeaves().size() != 1:
-            return None
-        return cls(plan, leaf, source.sparkSession._jsparkSession, source.sparkSession._jvm)
+        captured = internals.capture_plan(result, source, _STATIC_LEAVES)
+        return None if captured is None else cls(captured)
 
     def instantiate(self, source: DataFrame) -> Optional[DataFrame]:
         """The template's plan over ``source``, or None if ``source`` does not fit it."""
-        session = source.sparkSession
-        leaf = source._jdf.queryExecution().analyzed()
-        if not (session._jsparkSession.equals(self._session) and leaf.output().equals(self._output)):
-            return None
-        # A Scala Map is a PartialFunction: the one rule transformUp applies.
-        plan = self._plan.transformUp(self._utils.toScalaMap({self._leaf: leaf}))
-        # Its nodes are the analyzed template's: the analyzer need not resolve them again.
-        plan.setAnalyzed()
-        return DataFrame(self._dataset.ofRows(session._jsparkSession, plan), session)
+        return internals.instantiate_plan(self._captured, source)

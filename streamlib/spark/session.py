@@ -7,6 +7,9 @@ from typing import Mapping, Optional
 
 from pyspark.sql import SparkSession
 
+from _streamlib_spark_path import SESSION_VARIABLE
+
+from streamlib.spark import internals
 from streamlib.spark.java_check import require_java
 from streamlib.spark.kafka_source import fetched_jars_conf
 from streamlib.spark.logs import DEFAULT_LEVEL, quiet_spark_logs
@@ -27,6 +30,10 @@ LOG4J_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.
 #: Spark's Python daemon, minus pyspark's source zip on the path (see :mod:`streamlib.spark.daemon`).
 #: Set on every session streamlib creates, spark-submit's included, unless already configured.
 DAEMON_MODULE = ("spark.python.daemon.module", "streamlib.spark.daemon")
+#: Marks the Python processes Spark starts for a session streamlib creates (its daemon,
+#: workers, data source planners and streaming source runners): only there does
+#: ``streamlib-spark-path.pth`` act (see :mod:`_streamlib_spark_path`).
+SESSION_ENV = (f"spark.executorEnv.{SESSION_VARIABLE}", "1")
 
 
 def register_data_sources(spark: SparkSession) -> SparkSession:
@@ -67,12 +74,7 @@ def show_restore_bars(spark: SparkSession) -> None:
 
 def _configured(key: str, submitted: bool) -> bool:
     """Whether spark-submit (``--conf``, ``spark-defaults.conf``) already set ``key``."""
-    if not submitted:
-        return False
-    from pyspark import SparkConf, SparkContext
-
-    SparkContext._ensure_initialized()  # connects to spark-submit's JVM, whose conf we read
-    return SparkConf().contains(key)
+    return submitted and internals.submitted_conf_contains(key)
 
 
 def active_session() -> Optional[SparkSession]:
@@ -120,6 +122,7 @@ def get_or_create_session(master: Optional[str] = None, app_name: str = "streaml
             settings[DAEMON_MODULE[0]] = DAEMON_MODULE[1]
         if submitted and not _configured("spark.log.level", submitted):
             settings["spark.log.level"] = DEFAULT_LEVEL
+        settings[SESSION_ENV[0]] = SESSION_ENV[1]
         settings.update(conf or {})
         if master is not None:
             settings["spark.master"] = master

@@ -11,7 +11,7 @@ import sys
 import sysconfig
 from typing import Any, Iterator
 
-from pyspark import cloudpickle
+from streamlib.spark import internals
 
 from streamlib.topology import Topology
 
@@ -40,6 +40,6 @@ def ship_user_modules(topology: Topology) -> list[str]:
                 if (module is None or name == "__main__" or name.split(".")[0] == "streamlib"
                         or path is None or path.startswith(_INSTALLED) or name in shipped):
                     continue
-                cloudpickle.register_pickle_by_value(module)
+                internals.cloudpickle().register_pickle_by_value(module)
                 shipped.append(name)
     return shipped

@@ -25,7 +25,7 @@ from pyspark.sql.datasource import (DataSourceArrowWriter, DataSourceStreamArrow
 from pyspark.sql.types import StructType
 
 from streamlib.spark.arrow import SINK_COLUMNS, split_by_partition
-from streamlib.spark.source import BackendSpec
+from streamlib.topics.spec import BackendSpec
 
 #: Task-local properties Spark sets for streaming jobs.
 BATCH_ID_PROPERTY = "streaming.sql.batchId"

@@ -36,10 +36,7 @@ The same format name writes to topics: see :mod:`streamlib.spark.sink`.
 """
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
@@ -54,7 +51,7 @@ from streamlib.runtime.order import processing_prefix
 from streamlib.spark.arrow import COMBINED_DDL, COMBINED_FIELDS, SOURCE_COLUMNS, SOURCE_DDL, source_batches
 from streamlib.spark import log_epochs, pickled, window_counts
 from streamlib.spark.daemon import start_worker_task
-from streamlib.topics import DEFAULT_URL, TopicBackend, open_backend, parse_url
+from streamlib.topics.spec import BackendSpec, json_option
 
 #: ``{topic: {partition (as str): offset}}``
 Offsets = dict[str, dict[str, int]]
@@ -62,52 +59,6 @@ Offsets = dict[str, dict[str, int]]
 READ_CHUNK_RECORDS = 65_536
 #: The option that hands the reader a stage to run (see the module docstring).
 READER_STAGE_OPTION = "readerStage"
-
-
-@dataclass(frozen=True)
-class BackendSpec:
-    """A picklable recipe for a topic backend: URL plus ``open_backend`` keyword config."""
-
-    url: str
-    config_json: str = "{}"
-
-    @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> "BackendSpec":
-        """Read ``bootstrap`` and the JSON config options; a relative local path is made
-        absolute here (on the driver) so executors in other directories find it.
-
-        >>> BackendSpec.from_options({"bootstrap": "local:///tmp/x"}).url
-        'local:///tmp/x'
-        """
-        url = options.get("bootstrap") or DEFAULT_URL
-        scheme, location, _ = parse_url(url)
-        if scheme == "local" and not os.path.isabs(location):
-            url = url.replace(location, os.path.abspath(location), 1)
-        config = _json_option(options, "backendConfig", {})
-        for option, key in (("producerConfig", "producer_config"),
-                            ("consumerConfig", "consumer_config")):
-            if option in options:
-                config[key] = _json_option(options, option, {})
-        return cls(url, json.dumps(config, sort_keys=True))
-
-    def open(self) -> TopicBackend:
-        """The backend, opened once per process and shared by the tasks it runs."""
-        return _open_backend(self.url, self.config_json)
-
-
-@lru_cache(maxsize=None)
-def _open_backend(url: str, config_json: str) -> TopicBackend:
-    return open_backend(url, **json.loads(config_json))
-
-
-def _json_option(options: Mapping[str, str], name: str, default):
-    text = options.get(name)
-    if text is None:
-        return default
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"option {name} is not valid JSON: {text!r} ({exc})") from None
 
 
 @dataclass(frozen=True)
@@ -209,7 +160,7 @@ def _offsets_option(options: Mapping[str, str], name: str, words: tuple[str, ...
     text = (options.get(name) or words[0]).strip()
     if text in words:
         return text
-    spec = _json_option(options, name, None)
+    spec = json_option(options, name, None)
     if not isinstance(spec, dict) or not all(isinstance(v, dict) for v in spec.values()):
         raise ValueError(f"option {name} must be {' or '.join(words)} or JSON like "
                          f'{{"topic": {{"0": 42}}}}, got {text!r}')

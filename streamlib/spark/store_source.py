@@ -23,7 +23,7 @@ from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
-from pyspark import cloudpickle
+from streamlib.spark import internals
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
@@ -65,7 +65,7 @@ class StoreColumns:
         return f"key {key}, window_start bigint, window_end bigint, value {value}"
 
     def encode(self) -> str:
-        return base64.b64encode(cloudpickle.dumps(self)).decode()
+        return base64.b64encode(internals.cloudpickle().dumps(self)).decode()
 
     @staticmethod
     def decode(text: str) -> "StoreColumns":

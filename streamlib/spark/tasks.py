@@ -21,7 +21,7 @@ from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, constant_int32, split_by_
 from streamlib.spark.daemon import start_worker_task
 from streamlib.spark.preaggregate import combine_task_rows
 from streamlib.spark.sink import QUERY_ID_PROPERTY
-from streamlib.spark.source import BackendSpec
+from streamlib.topics.spec import BackendSpec
 from streamlib.state import open_task_stores
 from streamlib.state.cache import STORE_CACHE
 from streamlib.state.global_replica import open_global_replicas

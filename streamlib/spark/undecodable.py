@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any, Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -30,14 +30,15 @@ from streamlib.processors.base import ProcessorContext
 from streamlib.processors.io import DeserializationFailure, SourceProcessor
 from streamlib.processors.columnar import output_rows
 from streamlib.spark.daemon import start_worker_task
+from streamlib.spark import internals
 from streamlib.spark.exprs import once
 from streamlib.spark.sink import QUERY_ID_PROPERTY
-from streamlib.spark.source import BackendSpec
+from streamlib.topics.spec import BackendSpec
 from streamlib.spark.tasks import output_table, write_sinks
 from streamlib.topology import Node
 
 log = logging.getLogger("streamlib")
-#: the error class :func:`streamlib.errors.translate` finds in a failed query's text
+#: the error class :func:`streamlib.spark.query_errors.translate` finds in a failed query's text
 _FAILURE = f"{DeserializationFailure.__module__}.{DeserializationFailure.__name__}"
 
 
@@ -86,21 +87,20 @@ class SkippedCount:
     node: str
     metric: str
 
-    def report(self, observed: Any, report: Callable[[dict], None]) -> None:
-        """Add the batch's count (``observed``: the query execution's observed metrics,
-        a JVM map) to ``skipped_records`` and ``dropped_records``, and log where the first
-        bad row was."""
-        found = observed.get(self.metric)
-        if not found.isDefined():   # the branch was pruned (a pass without records)
+    def report(self, observed: Optional[dict[str, dict]], report: Callable[[dict], None]) -> None:
+        """Add the batch's count (``observed``: the query execution's observed metrics
+        by name, :func:`streamlib.spark.internals.observed_metrics`) to
+        ``skipped_records`` and ``dropped_records``, and log where the first bad row was."""
+        found = (observed or {}).get(self.metric)
+        if found is None:   # the branch was pruned (a pass without records)
             return
-        row = found.get()
-        skipped = row.getLong(0)
+        skipped = found["skipped"]
         if not skipped:
             return
-        first = row.getStruct(1)
+        first = found["first"]
         log.warning("skipping %d record(s) in %s that are not valid UTF-8 for string(), the first at "
-                    "topic %r partition %d offset %d", skipped, self.node, first.getString(0),
-                    first.getInt(1), first.getLong(2))
+                    "topic %r partition %d offset %d", skipped, self.node, first["topic"],
+                    first["partition"], first["offset"])
         # counted as dropped too, as Kafka Streams counts a record its handler skips
         report({"tasks": {f"{self.node}-undecodable": {"skipped_records": skipped, "dropped_records": skipped}}})
 
@@ -117,12 +117,14 @@ def split_undecodable(rows: DataFrame, node: Node, config: StreamsConfig
     if handler == "fail":
         guard = once(key, lambda: F.when(ok, F.lit(True)).otherwise(F.raise_error(failure_message(node, config))))
         return rows.where(guard), None, None
-    if handler == "log_and_continue":
+    if handler == "log_and_continue" and internals.can_read_observed_metrics(rows.sparkSession):
         skipped = SkippedCount(node.name, f"streamlib_skipped_{node.name}")
         count = once(key + ("count",), lambda: F.count_if(~ok).alias("skipped"))
         first = once(key + ("first",), lambda: F.min(F.when(~ok, F.struct("topic", "partition", "offset")))
                      .alias("first"))
         return rows.observe(skipped.metric, count, first).where(ok), None, skipped
+    # dead_letter, or log_and_continue where Spark's observed metrics cannot be read: the
+    # bad rows go through the source's handler in Python, which counts and logs them.
     return rows.where(ok), rows.where(once(key, lambda: ~ok)), None
 
 

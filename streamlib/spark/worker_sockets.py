@@ -5,15 +5,17 @@ a TCP socket with Nagle's algorithm on: a piece waits until the worker has
 acknowledged the one before, and Linux delays that acknowledgement by up to 40 ms
 when the worker has nothing to send back. Every Python task of a batch waited so,
 about 40 ms before its first Arrow batch (a one-row ``mapInArrow`` job: 160 ms,
-125 ms with :func:`quick_acks_to_jvm` at the task's start, 115 ms with
-:func:`quick_acks` before the worker reads anything, as streamlib's daemon does).
+115 ms with :func:`quick_acks` on the worker's connection before it reads its task).
+
+Only the worker's own connection to its JVM is touched, by streamlib's daemon
+(:mod:`streamlib.spark.daemon`), which is handed that connection: never another
+socket of the process, whose owner (a user function, a library) chose its options.
 """
 from __future__ import annotations
 
 import os
 import socket
-
-_LOOPBACK = ("127.0.0.1", "::1", "::ffff:127.0.0.1")
+from typing import BinaryIO, Callable
 
 
 def quick_acks(sock: socket.socket) -> None:
@@ -28,31 +30,29 @@ def quick_acks(sock: socket.socket) -> None:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-def quick_acks_to_jvm() -> int:
-    """:func:`quick_acks` on this process's TCP connections to the local host (a
-    Python worker's to its JVM: pyspark does not hand its socket to the task);
-    returns how many sockets. Linux only (``/proc``); elsewhere 0."""
+def quick_acks_on_file(stream: BinaryIO) -> None:
+    """:func:`quick_acks` on the socket a file object reads (pyspark hands its worker
+    function the connection as files over a duplicate of the socket's descriptor).
+    Anything that is not a socket is left alone."""
     try:
-        fds = os.listdir("/proc/self/fd")
+        sock = socket.socket(fileno=os.dup(stream.fileno()))
     except OSError:
-        return 0
-    done = 0
-    seen: set[str] = set()   # pyspark's worker holds each socket under three descriptors
-    for fd in fds:
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")   # "socket:[<inode>]" for a socket
-            if not target.startswith("socket:") or target in seen:
-                continue
-            seen.add(target)
-            sock = socket.socket(fileno=os.dup(int(fd)))   # its own descriptor of the same socket
-        except (OSError, ValueError):
-            continue
-        try:
-            if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.getpeername()[0] in _LOOPBACK:
-                quick_acks(sock)
-                done += 1
-        except OSError:
-            pass   # not connected
-        finally:
-            sock.close()
-    return done
+        return
+    try:
+        quick_acks(sock)
+    except OSError:
+        pass   # not a TCP connection after all
+    finally:
+        sock.close()   # its own descriptor: the connection stays open
+
+
+def with_quick_acks(run_task: Callable[[BinaryIO, BinaryIO], None]) -> Callable[[BinaryIO, BinaryIO], None]:
+    """pyspark's worker entry ``main(infile, outfile)``, which runs one task read from
+    the JVM connection behind ``infile`` (again for each task of a reused worker), with
+    :func:`quick_acks` on that connection first."""
+
+    def run(infile: BinaryIO, outfile: BinaryIO) -> None:
+        quick_acks_on_file(infile)
+        run_task(infile, outfile)
+
+    return run

@@ -5,7 +5,7 @@ the window/session stores and the DSL all build on these.
 """
 from .definitions import EmitStrategy, JoinWindows, SessionWindows, SlidingWindows
 from .time_windows import TimeWindows
-from .window import MAX_TIMESTAMP, Window, Windowed
+from ..windowed import MAX_TIMESTAMP, Window, Windowed
 
 __all__ = ["Window", "Windowed", "TimeWindows", "SlidingWindows", "SessionWindows", "JoinWindows",
            "EmitStrategy", "MAX_TIMESTAMP"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..time import Duration, to_millis
-from .window import Window
+from ..windowed import Window
 
 
 @dataclass(frozen=True, slots=True)

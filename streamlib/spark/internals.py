@@ -1,0 +1,376 @@
+"""Every use of PySpark's, Py4J's and the JVM's private internals, in one module.
+
+streamlib reaches past PySpark's public API in a few places, each to save time per
+micro-batch (Py4J round trips, re-analysis of a plan that did not change) or per
+process start; none is needed for a correct result. Private APIs change between Spark
+releases without notice, so each use here has a public fallback: when the internal is
+missing or its signature changed (``AttributeError``, ``ImportError``, ``TypeError``,
+or Py4J saying the Java method does not exist) the public path runs instead, from then
+on for the rest of the process, and a warning names the internal once. Errors Spark
+itself raises (an analysis error, a failed job) are never taken for a missing internal.
+
+``STREAMLIB_SPARK_INTERNALS=off`` in the environment runs every public path from the
+start (how the tests prove the fallbacks give the same results). No other module of
+streamlib touches a private Spark API (``tests/test_spark_internals.py`` checks it).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+import runpy
+from typing import Any, Callable, Hashable, Iterable, Optional, TypeVar
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.functions import pandas_udf
+
+log = logging.getLogger("streamlib")
+T = TypeVar("T")
+
+#: Set to ``off`` to use only PySpark's public API.
+SWITCH = "STREAMLIB_SPARK_INTERNALS"
+#: Internals found missing or changed in this process (their fallbacks run instead).
+_broken: set[str] = set()
+
+
+def enabled(name: str) -> bool:
+    """Whether the internal ``name`` is (still) used in this process."""
+    return name not in _broken and os.environ.get(SWITCH, "on").lower() != "off"
+
+
+def _is_missing(exc: BaseException) -> bool:
+    """Whether ``exc`` says a private API is gone or changed (not that Spark failed)."""
+    if isinstance(exc, (AttributeError, ImportError, TypeError)):
+        return True
+    try:
+        from py4j.protocol import Py4JError, Py4JJavaError
+    except ImportError:
+        return False
+    # A Java method that does not exist (or takes other arguments) is a plain Py4JError;
+    # an exception thrown by the method itself is a Py4JJavaError (or PySpark's own).
+    return isinstance(exc, Py4JError) and not isinstance(exc, Py4JJavaError)
+
+
+def _attempt(name: str, private: Callable[[], T], public: Callable[[], T]) -> T:
+    """``private()``, or ``public()`` when the internal ``name`` is off or missing."""
+    if enabled(name):
+        try:
+            return private()
+        except Exception as exc:  # noqa: BLE001 - sorted by _is_missing
+            if not _is_missing(exc):
+                raise
+            _broken.add(name)
+            log.warning("streamlib: Spark internal %s is not available in this PySpark (%s: %s); "
+                        "using the public API from now on", name, type(exc).__name__, exc)
+    return public()
+
+
+def _frame(jdf: Any, session: SparkSession) -> DataFrame:
+    return DataFrame(jdf, session)
+
+
+# -- processes: Spark's daemon, the submitted configuration, pickling -------------------------
+
+def run_spark_daemon(wrap_worker_main: Callable[[Callable], Callable]) -> None:
+    """Run Spark's daemon with its worker entry wrapped, the way the PR that made
+    ``spark.python.daemon.module`` configurable (SPARK-22959) shows: replace
+    ``pyspark.daemon.worker_main``, then call ``manager()``. PySpark 4.3 looks its worker
+    entry up inside each forked worker instead (no ``worker_main`` to replace): there the
+    daemon runs as it is."""
+    from pyspark import daemon
+
+    main = getattr(daemon, "worker_main", None)
+    if enabled("pyspark.daemon.worker_main") and callable(main):
+        daemon.worker_main = wrap_worker_main(main)
+    manager = getattr(daemon, "manager", None)
+    if callable(manager):
+        manager()
+    else:
+        runpy.run_module("pyspark.daemon", run_name="__main__")
+
+
+def submitted_conf_contains(key: str) -> bool:
+    """Whether spark-submit (``--conf``, ``spark-defaults.conf``) set ``key``, read from
+    its JVM before any session exists. Fallback: True (streamlib then leaves the key
+    to the user rather than risk overriding a choice it cannot see)."""
+
+    def private() -> bool:
+        from pyspark import SparkConf, SparkContext
+
+        SparkContext._ensure_initialized()  # connects to spark-submit's JVM, whose conf we read
+        return SparkConf().contains(key)
+
+    return _attempt("SparkContext._ensure_initialized", private, lambda: True)
+
+
+def cloudpickle() -> Any:
+    """The cloudpickle PySpark ships (it pickles what Spark's workers unpickle), or the
+    ``cloudpickle`` package."""
+    try:
+        from pyspark import cloudpickle as shipped
+
+        if enabled("pyspark.cloudpickle"):
+            return shipped
+    except ImportError:
+        pass
+    import cloudpickle as package  # the same library, when PySpark stops shipping it
+
+    return package
+
+
+# -- Java sequences kept across micro-batches (streamlib.spark.exprs) ---------------------------
+
+def jvm_key() -> Hashable:
+    """Identifies the JVM this process talks to (a new gateway starts afresh)."""
+
+    def private() -> Hashable:
+        from pyspark import SparkContext
+
+        return id(SparkContext._gateway)
+
+    def public() -> Hashable:
+        session = SparkSession.getActiveSession()
+        return None if session is None else session.sparkContext.applicationId
+
+    return _attempt("SparkContext._gateway", private, public)
+
+
+def java_seq(items: list, as_columns: bool = True) -> Optional[Any]:
+    """A Java ``Seq`` of Columns (names made Columns) or, without ``as_columns``, of
+    strings; None where that needs an internal that is missing."""
+
+    def private() -> Any:
+        from pyspark import SparkContext
+        from pyspark.sql.classic.column import _to_java_column, _to_seq
+
+        return _to_seq(SparkContext._active_spark_context, items, _to_java_column if as_columns else None)
+
+    return _attempt("pyspark.sql.classic.column._to_seq", private, lambda: None)
+
+
+def select(df: DataFrame, seq: Optional[Any], columns: Callable[[], list]) -> DataFrame:
+    """``df.select(*columns())``, through the kept Java ``seq`` when there is one."""
+    if not _given(seq):
+        return df.select(*columns())
+    return _attempt("Dataset.select(Seq)", lambda: _frame(df._jdf.select(seq), df.sparkSession),
+                    lambda: df.select(*columns()))
+
+
+def with_columns(df: DataFrame, names: Optional[Any], values: Optional[Any],
+                 columns: Callable[[], dict[str, Column]]) -> DataFrame:
+    """``df.withColumns(columns())``, through the kept Java sequences when there are some."""
+    if not _given(names, values):
+        return df.withColumns(columns())
+    return _attempt("Dataset.withColumns(Seq, Seq)",
+                    lambda: _frame(df._jdf.withColumns(names, values), df.sparkSession),
+                    lambda: df.withColumns(columns()))
+
+
+def repartition(df: DataFrame, partitions: Optional[int], seq: Optional[Any], column: str) -> DataFrame:
+    """``df.repartition(partitions, column)`` (Spark's shuffle partitions when None)."""
+
+    def private() -> DataFrame:
+        jdf = df._jdf.repartition(seq) if partitions is None else df._jdf.repartition(partitions, seq)
+        return _frame(jdf, df.sparkSession)
+
+    def public() -> DataFrame:
+        return df.repartition(column) if partitions is None else df.repartition(partitions, column)
+
+    return _attempt("Dataset.repartition(Seq)", private, public) if _given(seq) else public()
+
+
+def group_aggregate(df: DataFrame, by_seq: Optional[Any], rest_seq: Optional[Any], by: Callable[[], list],
+                    aggregates: list[Column]) -> DataFrame:
+    """``df.groupBy(*by()).agg(*aggregates)``, through the kept Java sequences."""
+
+    def private() -> DataFrame:
+        grouped = df._jdf.groupBy(by_seq)
+        return _frame(grouped.agg(aggregates[0]._jc, rest_seq), df.sparkSession)
+
+    def public() -> DataFrame:
+        return df.groupBy(*by()).agg(*aggregates)
+
+    return _attempt("Dataset.groupBy(Seq).agg", private, public) if _given(by_seq, rest_seq) else public()
+
+
+def _given(*seqs: Optional[Any]) -> bool:
+    """Whether the Java sequences a private call needs were made (:func:`java_seq`)."""
+    return all(seq is not None for seq in seqs)
+
+
+# -- the compiler's per-batch shortcuts ---------------------------------------------------------
+
+def session_token(session: SparkSession) -> Any:
+    """What stays the same while Spark's session does: ``foreachBatch`` wraps the query's
+    one Java session in a new Python ``SparkSession`` every batch. Fallback: the Python
+    session (then a frame kept per session is rebuilt each batch: slower, same result)."""
+    return _attempt("SparkSession._jsparkSession", lambda: session._jsparkSession, lambda: session)
+
+
+def same_session(token: Any, session: SparkSession) -> bool:
+    """Whether ``token`` (:func:`session_token`) is ``session``'s."""
+    mine = session_token(session)
+    if isinstance(mine, SparkSession) or isinstance(token, SparkSession):
+        return mine is token
+    return bool(token.equals(mine))
+
+
+class ArrowStage:
+    """A ``mapInArrow`` function made into a UDF once (``mapInArrow`` makes it anew every
+    call: it pickles the function and hands it to the JVM, 15 ms a batch)."""
+
+    def __init__(self, function: Callable, ddl: str, columns: Iterable[str]):
+        self.function = function
+        self.ddl = ddl
+        self.udf = _attempt("pandas_udf(SQL_MAP_ARROW_ITER_UDF)", lambda: _arrow_udf(function, ddl, columns),
+                            lambda: None)
+
+    def apply(self, rows: DataFrame) -> DataFrame:
+        """``rows.mapInArrow(function, ddl)``, through the UDF made once when there is one."""
+        def public() -> DataFrame:
+            return rows.mapInArrow(self.function, self.ddl)
+
+        if self.udf is None:
+            return public()
+        return _attempt("Dataset.mapInArrow(Column)",
+                        lambda: _frame(rows._jdf.mapInArrow(self.udf._jc, False, None), rows.sparkSession), public)
+
+
+def _arrow_udf(function: Callable, ddl: str, columns: Iterable[str]) -> Column:
+    from pyspark.util import PythonEvalType
+
+    udf = pandas_udf(function, returnType=ddl, functionType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+    # The UDF refers to its input columns by name, so one serves every batch's plan.
+    return udf(*[F.col(f"`{name}`") for name in columns])
+
+
+def plan_text(df: DataFrame) -> str:
+    """Spark's plans (logical and physical) of ``df``, as ``explain(extended=True)`` shows them."""
+
+    def public() -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            df.explain(extended=True)
+        return out.getvalue()
+
+    return _attempt("QueryExecution.toString", lambda: str(df._jdf.queryExecution().toString()), public)
+
+
+def observed_metrics(df: DataFrame) -> Optional[dict[str, dict]]:
+    """The metrics ``df.observe(name, ...)`` collected in ``df``'s last run, by name, as
+    plain values (``{name: {alias: value}}``); None where they cannot be read."""
+
+    def private() -> dict[str, dict]:
+        observed = df._jdf.queryExecution().observedMetrics()
+        names = observed.keys().toSeq()
+        found = {}
+        for i in range(names.size()):
+            name = names.apply(i)
+            found[name] = json.loads(observed.apply(name).json())
+        return found
+
+    return _attempt("QueryExecution.observedMetrics", private, lambda: None)
+
+
+def can_read_observed_metrics(session: SparkSession) -> bool:
+    """Whether :func:`observed_metrics` works here, known before a plan relies on it
+    (tried once per JVM on an empty frame)."""
+    key = jvm_key()
+    if key not in _observable:
+        _observable[key] = observed_metrics(session.range(0).observe("streamlib_probe", F.count("*"))) is not None
+    return _observable[key] and enabled("QueryExecution.observedMetrics")
+
+
+_observable: dict[Hashable, bool] = {}
+
+
+# -- plan templates (streamlib.spark.plan_template) ---------------------------------------------
+
+class CapturedPlan:
+    """An analyzed Catalyst plan and its leaf, to be put over another leaf later."""
+
+    def __init__(self, plan: Any, leaf: Any, session: SparkSession):
+        self.plan = plan
+        self.leaf = leaf
+        self.output = leaf.output()
+        self.session = session._jsparkSession
+        jvm = session._jvm
+        # looked up once: each package step of a JVM name is a round trip
+        self.utils = jvm.org.apache.spark.api.python.PythonUtils
+        self.dataset = jvm.org.apache.spark.sql.classic.Dataset
+
+
+def capture_plan(result: DataFrame, source: DataFrame, static_leaves: frozenset[str]) -> Optional[CapturedPlan]:
+    """``result``'s analyzed plan, if its leaves are ``source``'s one leaf or classes in
+    ``static_leaves``; None otherwise, or without the internals (no template: every batch
+    is planned afresh)."""
+
+    def private() -> Optional[CapturedPlan]:
+        plan = result._jdf.queryExecution().analyzed()
+        leaf = source._jdf.queryExecution().analyzed()
+        leaves = plan.collectLeaves()
+        for i in range(leaves.size()):
+            found = leaves.apply(i)
+            if not (found.equals(leaf) or found.getClass().getName() in static_leaves):
+                return None
+        if leaf.collectLeaves().size() != 1:
+            return None
+        return CapturedPlan(plan, leaf, source.sparkSession)
+
+    return _attempt("LogicalPlan.transformUp", private, lambda: None)
+
+
+def instantiate_plan(captured: CapturedPlan, source: DataFrame) -> Optional[DataFrame]:
+    """The captured plan over ``source``'s leaf, or None if ``source`` does not fit it."""
+
+    def private() -> Optional[DataFrame]:
+        session = source.sparkSession
+        leaf = source._jdf.queryExecution().analyzed()
+        if not (session._jsparkSession.equals(captured.session) and leaf.output().equals(captured.output)):
+            return None
+        # A Scala Map is a PartialFunction: the one rule transformUp applies.
+        plan = captured.plan.transformUp(captured.utils.toScalaMap({captured.leaf: leaf}))
+        # Its nodes are the analyzed template's: the analyzer need not resolve them again.
+        plan.setAnalyzed()
+        return _frame(captured.dataset.ofRows(session._jsparkSession, plan), session)
+
+    return _attempt("LogicalPlan.transformUp", private, lambda: None)
+
+
+# -- checkpoint files (streamlib.spark.checkpoint_files) ----------------------------------------
+
+def on_local_files(spark: SparkSession, path: str) -> bool:
+    """Whether Spark resolves ``path`` to the local file system (``fs.defaultFS`` may not
+    be). Fallback: the path's scheme, or the default file system's when it has none."""
+
+    def private() -> bool:
+        hadoop_conf = spark._jsparkSession.sessionState().newHadoopConf()
+        return spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path).getFileSystem(hadoop_conf).getScheme() == "file"
+
+    def public() -> bool:
+        scheme = path.partition("://")[0] if "://" in path else None
+        if scheme is None:
+            default = spark.conf.get("spark.hadoop.fs.defaultFS", None) or "file:///"
+            scheme = default.partition(":")[0]
+        return scheme == "file"
+
+    return _attempt("Path.getFileSystem", private, public)
+
+
+def jvm_class_exists(spark: SparkSession, name: str) -> bool:
+    """Whether the driver's JVM has the class ``name`` (a Spark-internal class streamlib
+    names in a setting). Fallback: False, so the setting is left alone."""
+
+    def private() -> bool:
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            spark.sparkContext._jvm.java.lang.Class.forName(name)
+        except Py4JJavaError:   # ClassNotFoundException: this Spark moved or dropped it
+            return False
+        return True
+
+    return _attempt("java.lang.Class.forName", private, lambda: False)
