@@ -38,13 +38,15 @@ def offset_count(start: Optional[Offsets], end: Optional[Offsets]) -> Optional[i
     """Records between two offset maps (topic -> partition -> offset); ``None`` if the
     end is unknown.
 
-    >>> offset_count({"a": {"0": 5}}, {"a": {"0": 9, "1": 3}})
+    >>> offset_count({"a": {"0": 5}}, {"a": {"0": 9, "1": 3}, "@epochs": {"a": {"0": 1}}})
     7
     """
     if end is None:
         return None
     start = start or {}
-    return sum(off - start.get(topic, {}).get(p, 0) for topic, parts in end.items() for p, off in parts.items())
+    # keys starting with "@" are the source's own (log epochs), not topics
+    return sum(off - start.get(topic, {}).get(p, 0) for topic, parts in end.items() if not topic.startswith("@")
+               for p, off in parts.items())
 
 
 def batch_line(batch_id: int, records_in: int, records_out: int, seconds: float, stream_time: int,
@@ -120,9 +122,10 @@ class Progress:
     def _lag(self, end: Optional[Offsets]) -> Optional[int]:
         if self.backend is None or end is None:
             return None
-        latest = {topic: self.backend.end_offsets(topic) for topic in end}
-        return sum(max(0, latest[topic].get(int(p), 0) - off) for topic, parts in end.items()
-                   for p, off in parts.items())
+        topics = [topic for topic in end if not topic.startswith("@")]   # "@": log epochs
+        latest = {topic: self.backend.end_offsets(topic) for topic in topics}
+        return sum(max(0, latest[topic].get(int(p), 0) - off) for topic in topics
+                   for p, off in end[topic].items())
 
     def _advance(self, records: int, lag: Optional[int]) -> None:
         from tqdm import tqdm

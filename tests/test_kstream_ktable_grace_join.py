@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import pytest
 
 from streamlib import Materialized, StreamsBuilder, TopologyTestDriver
+from streamlib.processors import base
 from streamlib.topology import TopologyError
 from streamlib.processors.stores import STORE_KINDS
 from streamlib.processors.stores.stream_buffer import StreamBuffer
@@ -367,11 +368,12 @@ def test_enrichment_example_under_the_driver():
 
 
 @pytest.mark.parametrize("left", [False, True], ids=["inner", "left"])
-def test_a_lookup_older_than_the_history_whose_version_expired_is_a_counted_drop(left, caplog):
+def test_a_lookup_older_than_the_history_whose_version_expired_is_a_counted_drop(left, caplog, monkeypatch):
     """b@0 t0, then b@100 t1 ages the history (10 ms) past 0: a stream record at 50 meets a
     time whose version (t0) is gone. Kafka joins it as if the table had no row; we drop
     it, count it in dropped_records and log it, never emit a wrong answer. A record at 100
     or later still meets t1, and a key whose latest version began by then still joins it."""
+    monkeypatch.setattr(base, "_last_drop_warning", {})   # the warnings' rate limit, per test
     with Run(grace_ms=10, left=left) as run, caplog.at_level("WARNING", logger="streamlib.drops"):
         run.table.pipe_input("b", "t0", 0)
         run.table.pipe_input("c", "u0", 0)

@@ -65,6 +65,7 @@ def test_foreach_action_that_raises_fails_with_node_and_offset():
     with driver_for(builder) as driver:
         inp = driver.create_input_topic("in", S, S)
         inp.pipe_key_value_list([("a", "ok"), ("b", "ok")])
-        with pytest.raises(ProcessingError, match=r"RuntimeError: bad value in sink-action at topic 'in' "
-                                                  r"partition 0 offset 2"):
+        with pytest.raises(ProcessingError, match=r"RuntimeError: bad value \(raised at "
+                                                  r"test_kstream_peek_foreach.py:\d+ in action\) "
+                                                  r"in sink-action at topic 'in' partition 0 offset 2"):
             inp.pipe_input("c", "boom")

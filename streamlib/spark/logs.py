@@ -39,7 +39,7 @@ NOISE = (
      r"spark\.sql\.adaptive\.enabled is not supported in streaming.*"),
     # registering streamlib's sources again on a session (each Streams does) is harmless
     ("org.apache.spark.sql.execution.datasources.DataSourceManager",
-     r"The data source streamlib(-store)? replaced a previously registered data source\."),
+     r"The data source streamlib(-store|-clock)? replaced a previously registered data source\."),
 )
 
 _QUIET_LEVELS = ("WARN", "ERROR", "FATAL", "OFF")
