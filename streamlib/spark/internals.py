@@ -374,3 +374,21 @@ def jvm_class_exists(spark: SparkSession, name: str) -> bool:
         return True
 
     return _attempt("java.lang.Class.forName", private, lambda: False)
+
+
+def log4j(spark: SparkSession) -> Optional[Any]:
+    """The driver JVM's ``org.apache.logging.log4j`` package (to quiet Spark's repeated
+    failure reports), or None: a session without a JVM gateway (Spark Connect), or a
+    Py4J without ``_jvm``. Fallback: None, so Spark's logging is left as it is."""
+
+    def private() -> Optional[Any]:
+        jvm = spark.sparkContext._jvm
+        return None if jvm is None else jvm.org.apache.logging.log4j
+
+    def public() -> Optional[Any]:
+        return None
+
+    try:
+        return _attempt("log4j through Py4J", private, public)
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext to reach
+        return None

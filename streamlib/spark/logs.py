@@ -19,6 +19,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from streamlib.spark import internals
+
 #: Spark's log level for sessions streamlib creates (and spark-submit sessions that
 #: did not set ``spark.log.level``).
 DEFAULT_LEVEL = "WARN"
@@ -55,14 +57,10 @@ def quiet_spark_logs(spark: Any) -> None:
     Connect) is left as it is.
     """
     _quiet_py4j_callbacks()
-    try:
-        context, jvm = spark.sparkContext, spark.sparkContext._jvm
-    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext to reach
+    log4j = internals.log4j(spark)
+    if log4j is None or spark.sparkContext.applicationId in _DONE:
         return
-    if jvm is None or context.applicationId in _DONE:
-        return
-    _DONE.add(context.applicationId)
-    log4j = jvm.org.apache.logging.log4j
+    _DONE.add(spark.sparkContext.applicationId)
     logs = log4j.LogManager.getContext(False)
     config = logs.getConfiguration()
     if str(config.getRootLogger().getLevel()) in _QUIET_LEVELS:
