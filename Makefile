@@ -64,7 +64,6 @@ test: $(STAMP) java jars
 
 # The smoke subset on the other PySpark (pyproject.toml allows 4.1 to 4.3).
 test-smoke-spark43: $(VENV_SMOKE)/.installed-stamp java jars
-	$(VPY_SMOKE) tools/kafka_local.py fetch   # Spark's Kafka source of PySpark $(PYSPARK_SMOKE_VERSION)
 	PYSPARK_PYTHON=$(VPY_SMOKE) PYSPARK_DRIVER_PYTHON=$(VPY_SMOKE) $(VPY_SMOKE) -m pytest -q $(SMOKE_TESTS)
 
 # Runs from the repository root, so the README's follow-up commands find the topics
