@@ -126,7 +126,7 @@ class BatchPlan:
         # left open by an earlier run (whose state may since have been reset or deleted).
         run_id = uuid.uuid4().hex
         subs = stage_order(topology)
-        jvm_only = {sub.id: self._jvm_only(sub) for sub in subs}
+        jvm_only = {sub.id: self._column_chains_only(sub) for sub in subs}
         batch_inputs = {sub.id: stage_batch_input(topology, sub, config)
                         if self._partitions_of(sub) == self.num_partitions else None for sub in subs}
         batch_inputs, combined = self._combined_by_writers(subs, jvm_only, batch_inputs)
@@ -175,7 +175,7 @@ class BatchPlan:
                 combined.setdefault(writer_of[batch_input.topic], set()).add(batch_input.topic)
         return inputs, combined
 
-    def _jvm_only(self, sub: SubTopology) -> Optional[dict[str, list[str]]]:
+    def _column_chains_only(self, sub: SubTopology) -> Optional[dict[str, list[str]]]:
         """For a sub-topology that is nothing but Column chains into repartitions: the
         repartition topics each chain's source feeds (its Python stage is skipped)."""
         feeds: dict[str, list[str]] = {}

@@ -6,7 +6,8 @@ steps, while the executors wait. Yet every batch's plan is the same but for its
 source: ``foreachBatch`` hands over each batch as one ``LogicalRDD`` leaf with the
 same output attributes (the streaming plan's), only another RDD. So the first batch's
 analyzed plan serves as a template: later batches put their own leaf where the
-first one's was (one ``transformUp`` in the JVM) and skip the rest.
+first one's was (one plan rewrite in the JVM, through :mod:`streamlib.spark.internals`)
+and skip the rest.
 
 A template is taken only from a plan whose leaves are that source or batch-independent
 (Spark ``Range`` relations, the ticks); the caller does not take one from a plan with

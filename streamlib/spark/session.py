@@ -82,7 +82,7 @@ def active_session() -> Optional[SparkSession]:
     return SparkSession.getActiveSession()
 
 
-def _quiet_jvm_conf() -> dict[str, str]:
+def _quiet_log_conf() -> dict[str, str]:
     """The JVM of a session streamlib starts logs with :data:`LOG4J_CONFIG` (Spark's
     defaults at WARN, minus the warnings every local run prints), and binds to the
     loopback address unless ``SPARK_LOCAL_IP`` says otherwise (a local session needs no
@@ -127,7 +127,7 @@ def get_or_create_session(master: Optional[str] = None, app_name: str = "streaml
         if master is not None:
             settings["spark.master"] = master
         if not submitted and settings["spark.master"].startswith("local"):
-            settings = {**_quiet_jvm_conf(), **settings}   # Spark's log level: WARN (conf spark.log.level)
+            settings = {**_quiet_log_conf(), **settings}   # Spark's log level: WARN (conf spark.log.level)
         builder = SparkSession.builder.appName(app_name)
         for key, value in settings.items():
             builder = builder.config(key, value)

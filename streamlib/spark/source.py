@@ -371,8 +371,7 @@ def limit_offsets(start: Offsets, available: Offsets, limit: Optional[int],
     >>> limit_offsets({"t": {"0": 0, "1": 0}}, {"t": {"0": 30, "1": 10}}, 8, ["t"])
     {'t': {'0': 6, '1': 2}}
     """
-    pairs = [(t, p, start.get(t, {}).get(p, 0), off)
-             for t in topics for p, off in canonical(available, topics)[t].items()]
+    pairs = _backlogs(start, available, topics)
     backlog = [max(0, avail - begin) for _, _, begin, avail in pairs]
     total = sum(backlog)
     if limit is None or total <= limit:
@@ -384,13 +383,7 @@ def limit_offsets(start: Offsets, available: Offsets, limit: Optional[int],
             extra = min(spare, lag - take[i])
             take[i] += extra
             spare -= extra
-    ends: dict[str, dict[str, int]] = {t: {} for t in topics}
-    for (t, p, begin, _), n in zip(pairs, take):
-        ends[t][p] = begin + n
-    for t, parts in start.items():  # a partition that vanished keeps its offset
-        for p, off in parts.items():
-            ends.setdefault(t, {}).setdefault(p, off)
-    return canonical(ends, topics)
+    return _ends(pairs, take, start, topics)
 
 
 def aligned_limit_offsets(backend: TopicBackend, start: Offsets, available: Offsets, limit: Optional[int],
@@ -400,17 +393,30 @@ def aligned_limit_offsets(backend: TopicBackend, start: Offsets, available: Offs
     timestamp-synchronised choice of the next record), so that a batch never leaves a
     partition behind in event time (:func:`~streamlib.runtime.order.processing_prefix`).
     Reads the timestamps of at most ``limit`` records per partition with a backlog."""
-    pairs = sorted(((t, int(p), start.get(t, {}).get(p, 0), off)
-                    for t in topics for p, off in canonical(available, topics)[t].items()),
-                   key=lambda pair: (pair[0], pair[1]))
+    # in the order processing ties go by: topics by name, partitions ascending
+    pairs = sorted(_backlogs(start, available, topics), key=lambda pair: pair[0])
     if limit is None or sum(max(0, avail - begin) for *_, begin, avail in pairs) <= limit:
         return limit_offsets(start, available, None, topics)
-    stamps = [backend.read_arrow(t, p, begin, min(avail, begin + limit)).column("timestamp").to_numpy()
+    stamps = [backend.read_arrow(t, int(p), begin, min(avail, begin + limit)).column("timestamp").to_numpy()
               if avail > begin else np.empty(0, np.int64) for t, p, begin, avail in pairs]
+    return _ends(pairs, processing_prefix(stamps, limit), start, topics)
+
+
+def _backlogs(start: Offsets, available: Offsets, topics: Sequence[str]) -> list[tuple[str, str, int, int]]:
+    """``(topic, partition, start offset, available end)`` of every partition, in
+    ``topics`` order, partitions ascending."""
+    return [(t, p, start.get(t, {}).get(p, 0), off)
+            for t in topics for p, off in canonical(available, topics)[t].items()]
+
+
+def _ends(pairs: list[tuple[str, str, int, int]], take: Sequence[int], start: Offsets,
+          topics: Sequence[str]) -> Offsets:
+    """The end offsets that read ``take[i]`` records of ``pairs[i]``; a partition that
+    vanished from the log keeps its start offset."""
     ends: dict[str, dict[str, int]] = {t: {} for t in topics}
-    for (t, p, begin, _), n in zip(pairs, processing_prefix(stamps, limit)):
-        ends[t][str(p)] = begin + n
-    for t, parts in start.items():  # a partition that vanished keeps its offset
+    for (t, p, begin, _), n in zip(pairs, take):
+        ends[t][p] = begin + n
+    for t, parts in start.items():
         for p, off in parts.items():
             ends.setdefault(t, {}).setdefault(p, off)
     return canonical(ends, topics)
