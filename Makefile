@@ -84,7 +84,7 @@ faults: $(STAMP) java
 	$(VPY) tests/faults/harness.py --kills 50 $(FAULTS_ARGS)
 
 # Spark against the test driver wherever micro-batches are cut, on random inputs:
-# PARITY_EXAMPLES cases (make test runs 2 and one fixed case). Prints the cases tried and any difference.
+# PARITY_EXAMPLES cases (make test runs the fixed cases only). Prints the cases tried and any difference.
 PARITY_EXAMPLES ?= 200
 parity-soak: $(STAMP) java
 	PARITY_EXAMPLES=$(PARITY_EXAMPLES) $(VPY) -m pytest -q tests/test_parity_batches.py \
