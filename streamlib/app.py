@@ -173,7 +173,7 @@ class Streams:
     def _start_query(self, trigger: dict, clock_ms: int = 0) -> None:
         from .spark.checkpoint_files import local_checkpoint_logs
         from .spark.clock import needs_clock, with_clock
-        from .spark.compiler import BatchPlan
+        from .spark.lower import BatchPlan
         from .spark.shipping import ship_user_modules
         from .topics.spec import BackendSpec
         from .spark import kafka_source

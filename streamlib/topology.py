@@ -112,7 +112,7 @@ class Topology:
         self._validate()
         self.subtopologies = _split(nodes, stores)
 
-    # -- queries used by the runtime and the compiler -------------------------------------
+    # -- queries used by the runtime and the Spark plan -------------------------------------
     def children(self, name: str) -> list[str]:
         return [n.name for n in self.nodes.values() if name in n.parents]
 

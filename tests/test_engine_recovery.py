@@ -18,7 +18,7 @@ import os, sys
 sys.path.insert(0, {tests!r})
 from engine import Workspace, wordcount_topology
 from pathlib import Path
-from streamlib.spark.compiler import BatchPlan
+from streamlib.spark.lower import BatchPlan
 
 run = BatchPlan.run
 

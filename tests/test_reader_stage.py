@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from streamlib import Consumed, Materialized, Produced, Serdes, StreamsBuilder
-from streamlib.spark.compiler import BatchPlan
+from streamlib.spark.lower import BatchPlan
 from streamlib.spark.source import (READER_STAGE_OPTION, RangeGroup, SourceOptions, TopicBatchReader,
                                     TopicRange, with_combined_columns)
 from streamlib.topics.spec import BackendSpec

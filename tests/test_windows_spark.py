@@ -13,7 +13,7 @@ import pytest
 from streamlib import (Consumed, EmitStrategy, Materialized, Produced, Serdes, SessionWindows, SlidingWindows,
                        Streams, StreamsBuilder, Suppressed, TimeWindows)
 from streamlib.query.service import last_committed_batch
-from streamlib.spark.compiler import BatchPlan
+from streamlib.spark.lower import BatchPlan
 from both_engines import Input, Outcome, run_both, run_driver, run_spark
 from engine import Workspace
 

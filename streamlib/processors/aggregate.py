@@ -66,16 +66,18 @@ class StreamCountProcessor(StreamAggregateProcessor):
 
     def process_batch(self, rows: pa.Table, topic: str) -> None:
         """Count ``rows`` (in processing order; key/value bytes as serialized by the
-        upstream repartition) per key: one multi-get, Python work per key only.
+        upstream repartition) per key: one multi-get, Python work per key only."""
+        valid = pc.and_(pc.is_valid(rows.column("key")), pc.is_valid(rows.column("value")))
+        rows = rows.append_column("weight", pc.cast(valid, pa.int64()))
+        self._count(rows, pa.chunked_array([pa.array(np.ones(rows.num_rows, dtype=np.int64))]), topic)
 
-        Rows may come pre-aggregated by the count's Spark lowering
+    def process_counted(self, rows: pa.Table, topic: str) -> None:
+        """:meth:`process_batch` of rows the count's Spark lowering pre-aggregated
         (:mod:`streamlib.spark.preaggregate`): int64 columns ``records`` (input records
         per row) and ``weight`` (those with a value), ``timestamp`` their largest."""
-        records = rows.column("records") if "records" in rows.column_names else None
-        if records is None:
-            valid = pc.and_(pc.is_valid(rows.column("key")), pc.is_valid(rows.column("value")))
-            rows = rows.append_column("weight", pc.cast(valid, pa.int64()))
-            records = pa.chunked_array([pa.array(np.ones(rows.num_rows, dtype=np.int64))])
+        self._count(rows, rows.column("records"), topic)
+
+    def _count(self, rows: pa.Table, records: pa.ChunkedArray, topic: str) -> None:
         rows = rows.filter(pc.and_(pc.is_valid(rows.column("key")), pc.greater(rows.column("weight"), 0)))
         dropped = int(pc.sum(records).as_py() or 0) - int(pc.sum(rows.column("weight")).as_py() or 0)
         if dropped:

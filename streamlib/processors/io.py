@@ -96,13 +96,13 @@ class SourceProcessor(Processor):
         return (self.key_serde.check_batch(rows.column("key"))
                 and self.value_serde.check_batch(rows.column("value")))
 
-    def receive_table(self, rows: pa.Table, topic: str) -> None:
+    def receive_table(self, rows: pa.Table, topic: str, represents: Optional[str] = None) -> None:
         """Count the rows in and advance stream time, for a table of rows its one child
-        takes at once (``Topology.batch_reader``)."""
-        # rows that stand for several records say how many: pre-aggregated windowed counts
-        # (``inputs``), combined counts (``records``)
-        name = next((c for c in ("inputs", "records") if c in rows.column_names), None)
-        self.context.count("records_in", rows.num_rows if name is None else int(pc.sum(rows.column(name)).as_py() or 0))
+        takes at once (``Topology.batch_reader``); ``represents``: the column saying how
+        many records each row stands for, in pre-aggregated rows
+        (:class:`~streamlib.runtime.encoding.InputEncoding`)."""
+        count = rows.num_rows if represents is None else int(pc.sum(rows.column(represents)).as_py() or 0)
+        self.context.count("records_in", count)
         newest = pc.max(rows.column("timestamp")).as_py()
         if newest is not None and newest > self.context.stream_time:
             self.context.stream_time = newest

@@ -16,6 +16,7 @@ from ..processors.timers import STREAM_TIME, WALL_CLOCK_TIME, Timers
 from ..state import StoreSpec
 from ..topology import SubTopology, Topology
 from .fused import FusedChain
+from .encoding import InputEncoding
 from .order import processing_order
 
 _STREAM_TIME = "stream_time"
@@ -161,16 +162,26 @@ class Task:
         self.context.wall_clock_time = now
         self.context.timers.fire(WALL_CLOCK_TIME, now)
 
-    def process_table(self, table: pa.Table) -> None:
+    def process_table(self, table: pa.Table, encoding: InputEncoding = InputEncoding.RECORDS) -> None:
         """Process input rows (topic, partition, offset, timestamp, key, value, headers)
-        in the deterministic processing order."""
+        in the deterministic processing order; ``encoding``: what the rows stand for, as
+        the stage's plan declares it."""
         if table.num_rows == 0:
             return
         with paused_gc():
-            if "window_start" in table.column_names:
+            if encoding is InputEncoding.WINDOW_COUNTS:
                 self._process_window_counts(table)
+            elif encoding is InputEncoding.COUNTED:
+                self._process_counted(table.take(processing_order(table)))
             else:
                 self._process_table(table.take(processing_order(table)))
+
+    def _batch_child_for(self, encoding: InputEncoding, method: str) -> tuple:
+        """The batch child that takes rows of ``encoding`` (its ``method``)."""
+        if self._batch_child is None or not hasattr(self._batch_child[2], method):
+            raise RuntimeError(f"task {self.task_id} got rows encoded as {encoding.value} but has no "
+                               f"step that takes them ({method})")
+        return self._batch_child
 
     def _process_window_counts(self, table: pa.Table) -> None:
         """Rows a source reader pre-aggregated for the windowed count this task's source
@@ -184,12 +195,16 @@ class Task:
         rows = table.filter(pc.invert(raw))
         if rows.num_rows == 0:
             return
-        if self._batch_child is None or not hasattr(self._batch_child[2], "process_window_counts"):
-            raise RuntimeError(f"task {self.task_id} got pre-aggregated windowed counts but does not "
-                               "count windows of its source's records in batches")
-        topic, source, child = self._batch_child
-        source.receive_table(rows, topic)
+        topic, source, child = self._batch_child_for(InputEncoding.WINDOW_COUNTS, "process_window_counts")
+        source.receive_table(rows, topic, represents="inputs")
         child.process_window_counts(rows, topic)
+
+    def _process_counted(self, table: pa.Table) -> None:
+        """Rows of a count's input, one per key, that Spark pre-aggregated
+        (:mod:`streamlib.spark.preaggregate`)."""
+        topic, source, child = self._batch_child_for(InputEncoding.COUNTED, "process_counted")
+        source.receive_table(table, topic, represents="records")
+        child.process_counted(table, topic)
 
     def _process_table(self, table: pa.Table) -> None:
         if self._batch_child is not None and self._takes_table(table):

@@ -4,7 +4,7 @@ Spark runs a micro-batch only when a source has new offsets. An application with
 processors (whose wall-clock punctuators must fire on time, input or not) also reads
 ``format("streamlib-clock")``: a source without rows whose offset is the wall clock in
 ``intervalMs`` steps, so a running application gets a batch at least every interval.
-The batch runs every time-aware task (the compiler's ticks), and each fires its
+The batch runs every time-aware task (the lowering's ticks, spark/lower.py), and each fires its
 wall-clock timers at the batch's end. ``process_available()`` reads it frozen (no
 ``intervalMs``, offset 0): there a batch comes only with input, and the query's sources
 stay the same whichever way the application last ran.

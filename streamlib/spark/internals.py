@@ -201,7 +201,7 @@ def _given(*seqs: Optional[Any]) -> bool:
     return all(seq is not None for seq in seqs)
 
 
-# -- the compiler's per-batch shortcuts ---------------------------------------------------------
+# -- the lowering's per-batch shortcuts ---------------------------------------------------------
 
 def session_token(session: SparkSession) -> Any:
     """What stays the same while Spark's session does: ``foreachBatch`` wraps the query's

@@ -10,7 +10,7 @@ lowering (as processors register with ``@processes``):
   (:mod:`streamlib.spark.preaggregate`). Without one, a stage's input is shuffled by key.
 
 Repartitions need no lowering of their own: their spec's ``repartition`` role tells
-the compiler where stages are cut and what each writes.
+the plan (:mod:`streamlib.spark.plan`) where stages are cut and what each writes.
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ see above; not with the two before), ``backendConfig`` / ``consumerConfig`` /
 :mod:`streamlib.spark.window_counts`; it adds their columns to the schema);
 ``readerStage`` (internal, set by ``Streams`` for streaming reads: the function of the
 stateless stage that reads every topic of the source, which each read task then runs
-over its rows itself, see the compiler; the reader's rows are that stage's output, with
+over its rows itself, see spark/rules/reader_stage.py; the reader's rows are that stage's output, with
 the columns of :data:`~streamlib.spark.arrow.COMBINED_DDL` added). A checkpoint
 offset beyond a partition's log end stops the query (:class:`OffsetOutOfRange`).
 The same format name writes to topics: see :mod:`streamlib.spark.sink`.

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from pyspark import TaskContext
 
 from streamlib.config import StreamsConfig
+from streamlib.runtime.encoding import InputEncoding
 from streamlib.runtime.task import Task, paused_gc, task_id
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, constant_int32, split_by_partition
 from streamlib.spark.daemon import start_worker_task
@@ -32,12 +33,12 @@ from streamlib.topology import Topology
 #: ``partition``/``offset`` say which task emitted the row and in what order (the
 #: order the next task restores); for a sink, ``partition`` is the target or null.
 STAGE_SCHEMA = SOURCE_ARROW_SCHEMA
-#: Column carrying the task's partition into ``mapInArrow`` (see the compiler).
+#: Column carrying the task's partition into ``mapInArrow`` (see spark/lower.py).
 TASK_PARTITION = "task_partition"
-#: Spark local property the compiler sets before a batch's job: ``"<batch id>:<stream
+#: Spark local property the lowering sets before a batch's job: ``"<batch id>:<stream
 #: time>"``. One stage function, pickled once, then serves every batch.
 BATCH_PROPERTY = "streamlib.batch"
-#: Topic of the one row the compiler sends every time-aware task in every batch, so that
+#: Topic of the one row the lowering sends every time-aware task in every batch, so that
 #: a task whose partition got no records still runs (and closes its windows).
 TICK_TOPIC = "__streamlib_tick__"
 
@@ -59,6 +60,8 @@ class StagePlan:
     #: gets them (inputs of pre-aggregated counts): its rows then have
     #: ``records``/``weight`` columns (:func:`~streamlib.spark.preaggregate.combine_task_rows`)
     combined_topics: frozenset[str] = frozenset()
+    #: what the rows its tasks get stand for (:mod:`streamlib.spark.plan` declares it)
+    encoding: InputEncoding = InputEncoding.RECORDS
 
 
 def stage_function(plan: StagePlan, report: Callable[[dict], None]
@@ -102,7 +105,7 @@ def stage_function(plan: StagePlan, report: Callable[[dict], None]
 def reader_stage_function(plan: StagePlan, report: Callable[[dict], None]
                           ) -> Callable[[Iterator[pa.RecordBatch], int], Iterator[pa.RecordBatch]]:
     """:func:`stage_function` for the source's reader to run over the source rows it
-    reads (see the compiler: a stateless first stage runs where its topic is read). Its
+    reads (see spark/rules/reader_stage.py: a stateless first stage runs where its topic is read). Its
     second argument, the read task's place in its batch's plan, is the task partition:
     what ``spark_partition_id()`` gives the same stage under ``mapInArrow``."""
     run = stage_function(plan, report)
@@ -140,8 +143,8 @@ def batch_of(value: Optional[str]) -> tuple[int, int]:
 def split_by_task(rows: pa.Table, partitions: pa.ChunkedArray) -> Iterator[tuple[int, pa.Table]]:
     """``(task partition, its rows)`` for each task in ``partitions`` (one per row of
     ``rows``), in order of first appearance; a task's only row may be its tick (it then
-    gets no rows). One Spark task may run several streamlib tasks: the compiler
-    coalesces a stage's partitions to the cores there are (see the compiler).
+    gets no rows). One Spark task may run several streamlib tasks: the lowering
+    coalesces a stage's partitions to the cores there are (see spark/lower.py).
 
     >>> rows = pa.table({"topic": ["t", TICK_TOPIC, "t"], "offset": [0, 0, 1]})
     >>> [(p, t.column("offset").to_pylist()) for p, t in split_by_task(rows, pa.chunked_array([[3, 1, 3]]))]
@@ -198,7 +201,7 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
         # ran over everything the batch still held (its stores' read caches and pending
         # writes), ~3% of a windowed task's time.
         with paused_gc():
-            task.process_table(rows)
+            task.process_table(rows, plan.encoding)
             task.punctuate_wall_clock(now_millis())
             task.commit()
         output = output_table(task.take_output_table(), partition, plan.internal_topics)

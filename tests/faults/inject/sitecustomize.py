@@ -108,7 +108,7 @@ def _hit(point: str) -> None:
 
 def _install() -> None:
     from streamlib.runtime.task import Task
-    from streamlib.spark import compiler, tasks
+    from streamlib.spark import lower, tasks
     from streamlib.state.changelog import Changelog
     from streamlib.topics.local import LocalBackend
 
@@ -141,7 +141,7 @@ def _install() -> None:
             _hit("sink-append")
         return written
 
-    run = compiler.BatchPlan.run
+    run = lower.BatchPlan.run
 
     def run_then_die(self, source, batch_id, *args, **kwargs):
         run(self, source, batch_id, *args, **kwargs)
@@ -151,7 +151,7 @@ def _install() -> None:
     Task.process_table = process_then_die
     Task.commit = commit_then_die
     LocalBackend.append = append_then_die
-    compiler.BatchPlan.run = run_then_die
+    lower.BatchPlan.run = run_then_die
     assert tasks.Task is Task
 
 

@@ -1,0 +1,191 @@
+"""The physical plan of a micro-batch: how Spark runs each sub-topology.
+
+:func:`plain_plan` is the plan without any optimisation, the reference every other
+plan must equal in results: each sub-topology is a stage whose tasks run inside
+``mapInArrow``, over the batch's rows of its source topics and the rows upstream stages
+wrote to its repartition topics, shuffled by key when it is stateful or reads a
+repartition (the role of Kafka Streams' repartition topic).
+
+:func:`plan_batch` then applies the rules of :mod:`streamlib.spark.rules` in order;
+each rule states once where it applies and rewrites the plan there. The result is
+decided once per start of the application, turned into DataFrames every batch by
+:mod:`streamlib.spark.lower`. Spark's conf ``spark.streamlib.plan.excludedRules``
+(names, comma-separated, or ``*``) leaves rules out, as
+``spark.sql.optimizer.excludedRules`` does for Spark's own optimizer.
+
+Examples
+--------
+>>> from streamlib import StreamsBuilder, StreamsConfig
+>>> builder = StreamsBuilder()
+>>> _ = builder.stream("lines").flat_map_values(str.split).group_by(lambda k, v: v).count()
+>>> plan = plain_plan(PlanContext(builder.build(), StreamsConfig(), None, 4))
+>>> [(stage.sub.id, stage.runner.name, stage.shuffled) for stage in plan.stages]
+[(0, 'ARROW_MAP', False), (1, 'ARROW_MAP', True)]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Optional
+
+from streamlib.config import StreamsConfig
+from streamlib.runtime.encoding import InputEncoding
+from streamlib.topics.spec import BackendSpec
+from streamlib.topology import SubTopology, Topology, TopologyError
+
+#: Spark conf naming the rules to leave out (comma-separated names, or ``*`` for all)
+EXCLUDED_RULES_CONF = "spark.streamlib.plan.excludedRules"
+
+
+class Runner(Enum):
+    """Where a stage's tasks run."""
+
+    #: in ``mapInArrow`` over the stage's input rows (the plain plan)
+    ARROW_MAP = "mapInArrow"
+    #: in the source's reader, over the rows it reads (``readerStage`` source option)
+    READER = "reader"
+    #: nowhere: the stage is only Column chains into repartitions, done in the JVM
+    NONE = "none"
+
+
+@dataclass(frozen=True)
+class PlannedStage:
+    """One sub-topology's place in the plan."""
+
+    sub: SubTopology
+    #: its tasks (Spark partitions of its input)
+    partitions: int
+    #: its input is moved to its key's task (stateful, or reads a repartition)
+    shuffled: bool
+    #: has windows or suppress: every task runs at every batch (a tick row each)
+    time_aware: bool
+    #: repartition topics it writes
+    writes: frozenset[str] = frozenset()
+    #: stages that read what it writes
+    readers: int = 0
+    runner: Runner = Runner.ARROW_MAP
+    #: for :attr:`Runner.NONE`: source node -> the repartition topics its chain feeds
+    column_feeds: Optional[dict[str, list[str]]] = None
+    #: what the rows its tasks get stand for
+    encoding: InputEncoding = InputEncoding.RECORDS
+    #: a DataFrame transformation replacing the shuffle by key (a pre-aggregation)
+    batch_input: Any = None
+    #: repartition topics whose rows its tasks combine per key before Spark's shuffle
+    combines: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """What rules may look at besides the plan."""
+
+    topology: Topology
+    config: StreamsConfig
+    #: the topics' backend (None: planned without one, e.g. in a doctest)
+    backend: Optional[BackendSpec]
+    #: tasks of a stateful stage unless its source says otherwise
+    num_partitions: int
+
+
+@dataclass(frozen=True)
+class PhysicalPlan:
+    """The stages in the order they run (every repartition's writer before its reader)."""
+
+    stages: tuple[PlannedStage, ...]
+    #: Column chains by source node (:mod:`streamlib.spark.columns`)
+    chains: dict = field(default_factory=dict)
+    #: topics the source's reader pre-aggregates for windowed counts
+    window_counts: dict = field(default_factory=dict)
+    #: the rules that rewrote it, in order
+    applied: tuple[str, ...] = ()
+
+    @property
+    def reader_stage(self) -> Optional[PlannedStage]:
+        return next((s for s in self.stages if s.runner is Runner.READER), None)
+
+    @property
+    def time_aware(self) -> bool:
+        return any(stage.time_aware for stage in self.stages)
+
+    def with_stage(self, stage: PlannedStage) -> "PhysicalPlan":
+        """This plan with ``stage`` in place of the stage of its sub-topology."""
+        return replace(self, stages=tuple(stage if s.sub.id == stage.sub.id else s for s in self.stages))
+
+    def writer_of(self, topic: str) -> PlannedStage:
+        return next(s for s in self.stages if topic in s.writes)
+
+
+def stage_order(topology: Topology) -> list[SubTopology]:
+    """Sub-topologies so that every repartition's writer comes before its reader."""
+    writer_of = {}
+    for sub in topology.subtopologies:
+        for name in sub.nodes:
+            node = topology.nodes[name]
+            if node.spec.repartition:
+                writer_of[node.params["topic"]] = sub.id
+    ordered: list[SubTopology] = []
+    state: dict[int, str] = {}
+
+    def visit(sub: SubTopology) -> None:
+        if state.get(sub.id) == "done":
+            return
+        if state.get(sub.id) == "active":
+            raise TopologyError(f"sub-topology {sub.id} depends on itself through a repartition")
+        state[sub.id] = "active"
+        for topic in sub.repartition_inputs:
+            visit(topology.subtopologies[writer_of[topic]])
+        state[sub.id] = "done"
+        ordered.append(sub)
+
+    for sub in topology.subtopologies:
+        visit(sub)
+    return ordered
+
+
+def partitions_of(topology: Topology, sub: SubTopology, default: int) -> int:
+    """A stage's task count: its source's ``num_partitions`` if set, else ``default``."""
+    for name in sub.nodes:
+        node = topology.nodes[name]
+        if node.spec.source and node.params.get("num_partitions"):
+            return node.params["num_partitions"]
+    return default
+
+
+def writes_of(topology: Topology, sub: SubTopology) -> frozenset[str]:
+    return frozenset(topology.nodes[n].params["topic"] for n in sub.nodes
+                     if topology.nodes[n].spec.repartition)
+
+
+def user_sources(topology: Topology, sub: SubTopology) -> list[str]:
+    """The source nodes of ``sub`` that read the application's own topics."""
+    return [name for name in sub.nodes if topology.nodes[name].spec.source
+            and not topology.nodes[name].params.get("internal")]
+
+
+def plain_plan(ctx: PlanContext) -> PhysicalPlan:
+    """The plan without optimisations (its Column chains are not one: a Column step has
+    no Python form, so Spark runs it in the JVM in every plan)."""
+    from streamlib.spark.columns import column_chains
+
+    topology = ctx.topology
+    subs = stage_order(topology)
+    writes = {sub.id: writes_of(topology, sub) for sub in subs}
+    stages = []
+    for sub in subs:
+        readers = sum(1 for other in subs if writes[sub.id] & set(other.repartition_inputs))
+        stages.append(PlannedStage(
+            sub, partitions_of(topology, sub, ctx.num_partitions),
+            shuffled=sub.stateful or bool(sub.repartition_inputs),
+            time_aware=any(topology.nodes[name].spec.time_aware for name in sub.nodes),
+            writes=writes[sub.id], readers=readers))
+    return PhysicalPlan(tuple(stages), chains=column_chains(topology, ctx.config))
+
+
+def plan_batch(ctx: PlanContext, excluded: str = "") -> PhysicalPlan:
+    """The plain plan rewritten by every rule not ``excluded`` (see the module doc)."""
+    from streamlib.spark.rules import rules_except
+
+    plan = plain_plan(ctx)
+    for rule in rules_except(excluded):
+        if rule.applies(plan, ctx):
+            plan = replace(rule.rewrite(plan, ctx), applied=plan.applied + (rule.name,))
+    return plan

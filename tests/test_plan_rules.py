@@ -1,0 +1,120 @@
+"""The physical plan and its rules, without Spark: where each rule applies, where its
+exclusions keep it out, and that leaving rules out gives the plain plan. (That a rule
+never changes a result is tests/test_rules_parity.py, through Spark.)"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from pyspark.sql import functions as F
+
+from streamlib import (Consumed, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig, Suppressed,
+                       TimeWindows)
+from streamlib.runtime.encoding import InputEncoding
+from streamlib.spark.plan import PlanContext, Runner, plain_plan, plan_batch
+from streamlib.spark.rules import RULES, rules_except
+from streamlib.topics.spec import BackendSpec
+
+from engine import wordcount_topology
+
+S, L = Serdes.string(), Serdes.long()
+LOCAL = BackendSpec("local:///tmp/streamlib-plan-rules")
+KAFKA = BackendSpec("kafka://127.0.0.1:1")
+
+
+def plan(topology, backend=LOCAL, excluded="", **config):
+    return plan_batch(PlanContext(topology, StreamsConfig(**config), backend, 2), excluded)
+
+
+def column_wordcount():
+    builder = StreamsBuilder()
+    (builder.stream("lines").flat_map_values(F.split(F.lower(F.col("value")), r"\W+"))
+     .select_key(F.col("value")).group_by_key().count(materialized=Materialized.as_("counts")))
+    return builder.build()
+
+
+def windowed_count(suppress=False, regroup=False):
+    builder = StreamsBuilder()
+    stream = builder.stream("events", consumed=Consumed.with_(S, S))
+    grouped = stream.group_by(lambda k, v: v) if regroup else stream.group_by_key()
+    counts = grouped.windowed_by(TimeWindows.of(timedelta(seconds=10))).count(
+        materialized=Materialized.as_("counts"))
+    if suppress:
+        counts = counts.suppress(Suppressed.until_window_closes())
+    counts.to_stream().map(lambda w, n: (w.key, n)).to("out", produced=Produced.with_(S, L))
+    return builder.build()
+
+
+def test_the_plain_plan_runs_every_stage_in_arrow_maps_over_records():
+    plain = plain_plan(PlanContext(wordcount_topology(), StreamsConfig(), LOCAL, 2))
+    assert [s.runner for s in plain.stages] == [Runner.ARROW_MAP, Runner.ARROW_MAP]
+    assert [s.encoding for s in plain.stages] == [InputEncoding.RECORDS] * 2
+    assert [s.shuffled for s in plain.stages] == [False, True]
+    assert plain.stages[0].writes and plain.stages[0].readers == 1 and plain.applied == ()
+
+
+@pytest.mark.parametrize("topology", [wordcount_topology, windowed_count])
+def test_leaving_out_every_rule_gives_the_plain_plan(topology):
+    top = topology()
+    assert plan(top, excluded="*") == plain_plan(PlanContext(top, StreamsConfig(), LOCAL, 2))
+
+
+def test_python_wordcount_runs_its_split_in_the_reader_and_counts_combined_rows():
+    planned = plan(wordcount_topology())
+    split, count = planned.stages
+    assert planned.applied == ("count_preaggregation", "reader_stage")
+    assert split.runner is Runner.READER and split.combines == frozenset(count.sub.repartition_inputs)
+    assert count.encoding is InputEncoding.COUNTED and count.batch_input.combined
+
+
+def test_count_preaggregation_needs_a_cached_store():
+    planned = plan(wordcount_topology(), cache_max_bytes=0)
+    assert "count_preaggregation" not in planned.applied
+    assert all(s.encoding is InputEncoding.RECORDS for s in planned.stages)
+
+
+# (Column expressions need a SparkContext to be built)
+def test_a_stage_of_column_chains_only_runs_no_python_and_its_rows_are_combined_by_spark(spark):
+    planned = plan(column_wordcount())
+    assert plan(column_wordcount(), excluded="*") == plain_plan(
+        PlanContext(column_wordcount(), StreamsConfig(), LOCAL, 2))
+    chains, count = planned.stages
+    assert planned.applied == ("columns_only_stage", "count_preaggregation")
+    assert chains.runner is Runner.NONE and chains.column_feeds
+    assert not chains.combines and not count.batch_input.combined
+    assert count.encoding is InputEncoding.COUNTED
+
+
+def test_without_the_columns_only_rule_the_chain_stage_runs_python_and_combines(spark):
+    planned = plan(column_wordcount(), excluded="columns_only_stage")
+    chains, count = planned.stages
+    assert chains.runner is Runner.ARROW_MAP and count.batch_input.combined
+
+
+def test_the_reader_pre_aggregates_a_cached_windowed_count_on_update():
+    planned = plan(windowed_count())
+    assert planned.applied == ("window_count_preaggregation",)
+    assert list(planned.window_counts) == ["events"]
+    assert planned.stages[0].encoding is InputEncoding.WINDOW_COUNTS
+
+
+@pytest.mark.parametrize("case", ["uncached", "kafka", "behind a repartition"])
+def test_window_count_preaggregation_exclusions(case):
+    topology = windowed_count(regroup=case == "behind a repartition")
+    planned = plan(topology, backend=KAFKA if case == "kafka" else LOCAL,
+                   cache_max_bytes=0 if case == "uncached" else 10 * 1024 * 1024)
+    assert not planned.window_counts
+    assert all(s.encoding is InputEncoding.RECORDS for s in planned.stages)
+
+
+def test_the_reader_stage_is_not_for_kafka_nor_a_stateful_first_stage():
+    assert "reader_stage" not in plan(wordcount_topology(), backend=KAFKA).applied
+    assert "reader_stage" not in plan(windowed_count(suppress=True)).applied
+    regrouped = plan(windowed_count(regroup=True))
+    assert regrouped.applied == ("reader_stage",) and regrouped.stages[0].runner is Runner.READER
+
+
+def test_rules_are_named_and_an_unknown_name_is_refused():
+    assert len({rule.name for rule in RULES}) == len(RULES)
+    with pytest.raises(ValueError, match="unknown plan rule"):
+        rules_except("reader_stage,no_such_rule")
