@@ -20,7 +20,7 @@ SMOKE_TESTS := tests/test_engine_spark.py tests/test_windows_spark.py tests/test
 	tests/test_interactive_queries.py tests/test_spark_internals.py \
 	tests/test_spark_workers.py
 
-.PHONY: test test-smoke-spark43 wordcount bench java jars kafka-up kafka-down clean faults docs parity-soak
+.PHONY: test test-smoke-spark43 wordcount bench java jars kafka-up kafka-down clean faults docs parity-soak rules-soak
 
 # A venv with an editable install of this clone, the tested set of dependencies
 # (constraints.txt) and the PySpark version given; an editable install has no place for the .pth
@@ -89,6 +89,12 @@ PARITY_EXAMPLES ?= 200
 parity-soak: $(STAMP) java
 	PARITY_EXAMPLES=$(PARITY_EXAMPLES) $(VPY) -m pytest -q tests/test_parity_batches.py \
 	    tests/test_batch_parity_cases.py --hypothesis-show-statistics
+
+# Each plan rule against the plain plan and the test driver on random inputs
+# (spark/rules/): RULES_EXAMPLES cases per rule (make test runs each rule's fixed case).
+RULES_EXAMPLES ?= 50
+rules-soak: $(STAMP) java
+	RULES_EXAMPLES=$(RULES_EXAMPLES) $(VPY) -m pytest -q tests/test_rules_parity.py --hypothesis-show-statistics
 
 bench: $(STAMP) java
 	$(VPY) benchmarks/topics_bench.py

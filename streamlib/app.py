@@ -6,8 +6,6 @@ import json
 import logging
 import os
 import shutil
-import threading
-import time
 from collections import defaultdict
 from typing import Any, Optional
 
@@ -16,7 +14,6 @@ from .spark.query_errors import translate
 from .instance import ApplicationLock
 from .preflight import check_before_spark, prepare_changelogs, require_input_topics
 from .progress import Progress
-from .runtime.batches import data_pass, time_pass
 from .state.cache import release_everywhere
 from .topology import Topology
 
@@ -25,9 +22,6 @@ log = logging.getLogger("streamlib")
 #: many records: each Python read task costs Spark 50-100 ms before its first record,
 #: reading a few thousand records costs a few (the source's ``minRecordsPerPartition``).
 READ_TOGETHER_RECORDS = 5_000
-
-_COUNTERS = ("records_in", "records_out", "dropped_records", "skipped_records", "dead_letter_records",
-             "restored_records")
 
 
 class Streams:
@@ -69,15 +63,13 @@ class Streams:
         #: set while stop() runs: a batch failing meanwhile was interrupted by it
         self._stopping = False
         self._plan = None
-        self._totals: dict[str, int] = defaultdict(int)
-        self._tasks: dict[str, dict] = {}
-        self._last_batch: Optional[int] = None
-        #: the application's stream time: the largest over all tasks (-1: none yet)
-        self._stream_time = -1
-        self._lock = threading.Lock()
         self._instance = ApplicationLock.of(self.config)
         self._queries: Any = None  # streamlib.query.service.Queries, made on first use
         self._progress = Progress()  # a line per batch at INFO, a bar while catching up
+        from .spark.micro_batch import MicroBatches
+
+        #: runs each micro-batch; its totals outlive one query (spark/micro_batch.py)
+        self._batches = MicroBatches(self._interactive, self._progress)
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -178,7 +170,6 @@ class Streams:
         from .topics.spec import BackendSpec
         from .spark import kafka_source
         from .spark.stopping import quiet_stops
-        from .spark.stream_time_log import StreamTimeLog
 
         quiet_stops()
         backend_spec = BackendSpec.from_options(self._source_options())
@@ -186,12 +177,11 @@ class Streams:
         partitions = self._prepare_topics(backend)
         ship_user_modules(self.topology)
         self._plan = BatchPlan(self.spark, self.topology, self.config, backend_spec, partitions)
-        self._checkpoint = self.config.resolved_checkpoint_location()
-        self._time_log = StreamTimeLog(self._checkpoint)
+        checkpoint = self.config.resolved_checkpoint_location()
         # A Kafka log end may count transaction markers past the last record: there a
         # batch always closes windows itself rather than trust "more input is waiting".
-        self._input_backend = None if kafka_source.is_kafka(self.config.bootstrap) else backend
-        self._progress.watch(self._checkpoint, backend)
+        self._batches.begin(self._plan, checkpoint, None if kafka_source.is_kafka(self.config.bootstrap) else backend)
+        self._progress.watch(checkpoint, backend)
         prepare_changelogs(self.topology, self.config, backend,
                            {stage.sub.id: stage.plan.num_partitions for stage in self._plan.stages})
         stream = self._source_stream(backend)
@@ -199,11 +189,11 @@ class Streams:
             stream = with_clock(stream, clock_ms)
         writer = (stream.writeStream
                   .queryName(self.config.application_id)
-                  .option("checkpointLocation", self._checkpoint)
+                  .option("checkpointLocation", checkpoint)
                   .foreachBatch(self._run_batch)
                   .trigger(**trigger))
         self._interactive().starting(self.metrics)
-        with local_checkpoint_logs(self.spark, self._checkpoint):
+        with local_checkpoint_logs(self.spark, checkpoint):
             self._query = writer.start()
 
     def _source_stream(self, backend: Any) -> Any:
@@ -262,17 +252,9 @@ class Streams:
         return partitions
 
     def _run_batch(self, df: Any, batch_id: int) -> None:
-        """One micro-batch: the records (internal batch :func:`data_pass`), then, if that
-        moved the application's stream time past some time-aware task, a pass without
-        records (:func:`time_pass`) that advances every task to it, so windows close
-        everywhere without waiting for new input (Spark's no-data batch). Like Spark,
-        that pass is left out while more input is waiting: a task is never advanced past
-        records it has yet to read (DESIGN.md, "Time and order"), so windows close once
-        the backlog is read (:mod:`streamlib.spark.stream_time_log`)."""
-        started = time.monotonic()
+        """``foreachBatch``: one micro-batch (:mod:`streamlib.spark.micro_batch`)."""
         try:
-            reports = self._run_passes(df, batch_id)
-            self._progress.batch_done(batch_id, reports, time.monotonic() - started, self._stream_time)
+            self._batches.run(df, batch_id)
         except Exception:
             if not self._stopping:
                 raise
@@ -281,54 +263,6 @@ class Streams:
             # stop() cancelled this batch: say so in the one short line Spark takes for
             # a clean stop, not with the cancelled job's Java trace (streamlib.spark.stopping).
             raise batch_interrupted(batch_id) from None
-
-    def _run_passes(self, df: Any, batch_id: int) -> dict[str, dict]:
-        started = time.perf_counter()
-        before = self._start_of(batch_id)
-        # The records pass moves no task to the application's stream time: a task may
-        # still have input waiting (a batch cut mid-backlog), whose on-time records that
-        # would make late. Only the time pass below, once nothing waits, advances tasks.
-        reports = self._run_pass(df, data_pass(batch_id), -1)
-        if self._plan.time_aware:
-            behind = [m for m in reports.values()
-                      if m.get("time_aware") and m.get("stream_time", -1) < self._stream_time]
-            if behind and not self._input_waiting(batch_id):
-                reports = {**reports, **self._run_pass(df.limit(0), time_pass(batch_id), self._stream_time)}
-            self._time_log.record(batch_id, before, self._stream_time)
-        with self._lock:
-            self._last_batch = batch_id
-        self._interactive().committed(time_pass(batch_id), reports, time.perf_counter() - started)
-        return reports
-
-    def _start_of(self, batch_id: int) -> int:
-        """The stream time a batch starts from: after a restart, or in a re-run of a
-        failed batch, the one the time log holds for it."""
-        with self._lock:
-            logged = self._time_log.start_of(batch_id) if self._plan.time_aware else None
-            if logged is not None:
-                self._stream_time = logged
-            return self._stream_time
-
-    def _input_waiting(self, batch_id: int) -> bool:
-        """Whether the source holds records past this batch's end (so a next batch comes)."""
-        from .spark.stream_time_log import input_waiting, planned_end
-
-        if self._input_backend is None:
-            return False
-        return input_waiting(planned_end(self._checkpoint, batch_id), self._input_backend)
-
-    def _run_pass(self, df: Any, internal_batch: int, stream_time: int) -> dict[str, dict]:
-        self._plan.run(df, internal_batch, stream_time)
-        reports = self._plan.metrics.value.get("tasks", {})
-        self._plan.metrics.value = {"tasks": {}}
-        with self._lock:
-            for task_id, metrics in reports.items():
-                for counter in _COUNTERS:
-                    self._totals[counter] += int(metrics.get(counter, 0))
-                self._tasks[task_id] = metrics
-                self._stream_time = max(self._stream_time, metrics.get("stream_time", -1))
-        self._interactive().pass_ran(reports)
-        return reports
 
     # -- queries --------------------------------------------------------------------------
     def _interactive(self) -> Any:
@@ -367,16 +301,15 @@ class Streams:
 
     def metrics(self) -> dict[str, Any]:
         """Counters since start, per-task state, store sizes, lag and watermark."""
-        with self._lock:
-            tasks = {task_id: dict(m) for task_id, m in self._tasks.items()}
-            result: dict[str, Any] = {counter: self._totals[counter] for counter in _COUNTERS}
+        counters, tasks, last_batch = self._batches.totals()
+        result: dict[str, Any] = dict(counters)
         sizes: dict[str, int] = defaultdict(int)
         for metrics in tasks.values():
             for store, entries in metrics.get("stores", {}).items():
                 sizes[store] += entries
         times = [m["stream_time"] for m in tasks.values() if m.get("stream_time", -1) >= 0]
         marks = [m["watermark"] for m in tasks.values() if m.get("time_aware")] or times
-        result.update(tasks=tasks, store_sizes=dict(sizes), last_batch=self._last_batch,
+        result.update(tasks=tasks, store_sizes=dict(sizes), last_batch=last_batch,
                       stream_time=max(times, default=-1), watermark=min(marks, default=-1),
                       lag=self._lag())
         return result

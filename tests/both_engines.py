@@ -34,6 +34,8 @@ class Outcome:
     stores: dict[str, dict]
     outputs: dict[str, list[tuple]]
     metrics: dict[str, Any] = field(default_factory=dict)
+    #: under Spark: the plan rules that applied (streamlib.spark.rules)
+    rules: tuple[str, ...] = ()
 
     def per_key(self, topic: str) -> dict[Any, list[tuple]]:
         """Each key's updates (value, timestamp) in the order they were written."""
@@ -91,7 +93,7 @@ def run_spark(spark: Any, workspace: Workspace, topology: Topology, inputs: list
                   if topology.stores[name].queryable}
         written = {topic: workspace.read(topic, *serdes, with_partition=True)
                    for topic, serdes in outputs.items()}
-        return Outcome(stores, written, app.metrics())
+        return Outcome(stores, written, app.metrics(), app._plan.physical.applied)
     finally:
         app.stop()
 

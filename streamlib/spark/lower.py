@@ -282,11 +282,11 @@ class BatchPlan:
 
     @property
     def last_plan(self) -> str:
-        """The Spark plan (logical and physical) of the last batch that ran."""
+        """streamlib's plan, then Spark's (logical and physical) of the last batch that ran."""
         if self._last_result is None:
             return "no micro-batch has run yet"
         # Rendered on demand: the plan's text costs tens of ms, each batch.
-        return internals.plan_text(self._last_result)
+        return f"{self.physical.describe()}\n\n{internals.plan_text(self._last_result)}"
 
     def run(self, source: DataFrame, batch_id: int, stream_time: int = -1) -> None:
         """Run the batch: every stage, each task writing its own sink rows."""

@@ -19,8 +19,10 @@ Examples
 >>> builder = StreamsBuilder()
 >>> _ = builder.stream("lines").flat_map_values(str.split).group_by(lambda k, v: v).count()
 >>> plan = plain_plan(PlanContext(builder.build(), StreamsConfig(), None, 4))
->>> [(stage.sub.id, stage.runner.name, stage.shuffled) for stage in plan.stages]
-[(0, 'ARROW_MAP', False), (1, 'ARROW_MAP', True)]
+>>> print(plan.describe())
+streamlib plan (rules applied: none)
+  sub-topology 0: 4 tasks in mapInArrow, input as read (records)
+  sub-topology 1: 4 tasks in mapInArrow, input shuffled by key (records)
 """
 from __future__ import annotations
 
@@ -105,6 +107,17 @@ class PhysicalPlan:
     @property
     def time_aware(self) -> bool:
         return any(stage.time_aware for stage in self.stages)
+
+    def describe(self) -> str:
+        """One line per stage: where its tasks run and how their input reaches them."""
+        lines = [f"streamlib plan (rules applied: {', '.join(self.applied) or 'none'})"]
+        for stage in self.stages:
+            how = ("pre-aggregated" if stage.batch_input is not None or stage.encoding is not InputEncoding.RECORDS
+                   else "shuffled by key" if stage.shuffled else "as read")
+            extra = f", combines {sorted(stage.combines)}" if stage.combines else ""
+            lines.append(f"  sub-topology {stage.sub.id}: {stage.partitions} tasks in {stage.runner.value}, "
+                         f"input {how} ({stage.encoding.value}){extra}")
+        return "\n".join(lines)
 
     def with_stage(self, stage: PlannedStage) -> "PhysicalPlan":
         """This plan with ``stage`` in place of the stage of its sub-topology."""

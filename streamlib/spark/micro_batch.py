@@ -1,0 +1,127 @@
+"""One micro-batch of the application's query, from its start to its end.
+
+Spark calls :meth:`MicroBatches.run` (the query's ``foreachBatch`` function) with the
+batch's rows. A micro-batch ``b`` is, in order:
+
+1. **the data pass**: every stage over the batch's records, as internal batch ``2b``
+   (:mod:`streamlib.runtime.batches`: stores and sinks see each pass as a batch of its
+   own). Tasks are not moved to the application's stream time here: a task may still
+   have input waiting (a batch cut mid-backlog) whose on-time records that would make
+   late.
+2. **the time pass**, when the data pass moved the application's stream time past some
+   time-aware task and no input is waiting: no records (the batch's rows through
+   ``limit(0)``), internal batch ``2b + 1``, every task advanced to the stream time, so
+   windows close everywhere without new input (Spark's no-data batch). Left out while
+   input waits: windows close once the backlog is read (DESIGN.md, "Time and order").
+3. the stream time the batch started from is logged
+   (:mod:`streamlib.spark.stream_time_log`), so a re-run or a restart starts from it;
+4. the tasks' metrics are added up, and the interactive queries publish the batch;
+5. a progress line (:mod:`streamlib.progress`).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from typing import Any, Callable, Optional
+
+from streamlib.progress import Progress
+from streamlib.runtime.batches import data_pass, time_pass
+from streamlib.spark.lower import BatchPlan
+from streamlib.spark.stream_time_log import StreamTimeLog, input_waiting, planned_end
+
+#: counters summed over every task and pass since the application started
+COUNTERS = ("records_in", "records_out", "dropped_records", "skipped_records", "dead_letter_records",
+            "restored_records")
+
+
+class MicroBatches:
+    """Runs the application's micro-batches and keeps what they add up to.
+
+    Its totals outlive one query: an application started again (``process_available``
+    after ``process_available``) goes on counting.
+
+    Parameters
+    ----------
+    queries : callable
+        Returns the interactive queries (``streamlib.query.service.Queries``).
+    progress : Progress
+        Prints the progress line.
+    """
+
+    def __init__(self, queries: Callable[[], Any], progress: Progress):
+        self._queries = queries
+        self._progress = progress
+        self._lock = threading.Lock()
+        self._totals: dict[str, int] = defaultdict(int)
+        self._tasks: dict[str, dict] = {}
+        self._last_batch: Optional[int] = None
+        #: the application's stream time: the largest over all tasks (-1: none yet)
+        self._stream_time = -1
+        self.plan: Optional[BatchPlan] = None
+
+    def begin(self, plan: BatchPlan, checkpoint: str, input_backend: Any) -> None:
+        """Run the batches of a new query with ``plan``, its checkpoint directory (the
+        stream-time log lives there) and the topics' backend to tell whether input is
+        waiting past a batch (None where that cannot be known, as with Kafka, whose log
+        end may count transaction markers: the time pass then always runs)."""
+        self.plan = plan
+        self._checkpoint = checkpoint
+        self._time_log = StreamTimeLog(checkpoint)
+        self._input_backend = input_backend
+
+    def run(self, df: Any, batch_id: int) -> None:
+        """Micro-batch ``batch_id`` over its rows ``df`` (see the module doc)."""
+        started = time.monotonic()
+        reports = self._passes(df, batch_id)
+        self._progress.batch_done(batch_id, reports, time.monotonic() - started, self._stream_time)
+
+    def _passes(self, df: Any, batch_id: int) -> dict[str, dict]:
+        started = time.perf_counter()
+        before = self._start_of(batch_id)
+        reports = self._pass(df, data_pass(batch_id), -1)
+        if self.plan.time_aware:
+            behind = [m for m in reports.values()
+                      if m.get("time_aware") and m.get("stream_time", -1) < self._stream_time]
+            if behind and not self._input_waiting(batch_id):
+                reports = {**reports, **self._pass(df.limit(0), time_pass(batch_id), self._stream_time)}
+            self._time_log.record(batch_id, before, self._stream_time)
+        with self._lock:
+            self._last_batch = batch_id
+        self._queries().committed(time_pass(batch_id), reports, time.perf_counter() - started)
+        return reports
+
+    def _start_of(self, batch_id: int) -> int:
+        """The stream time a batch starts from: after a restart, or in a re-run of a
+        failed batch, the one the time log holds for it."""
+        with self._lock:
+            logged = self._time_log.start_of(batch_id) if self.plan.time_aware else None
+            if logged is not None:
+                self._stream_time = logged
+            return self._stream_time
+
+    def _input_waiting(self, batch_id: int) -> bool:
+        """Whether the source holds records past this batch's end (so a next batch comes)."""
+        if self._input_backend is None:
+            return False
+        return input_waiting(planned_end(self._checkpoint, batch_id), self._input_backend)
+
+    def _pass(self, df: Any, internal_batch: int, stream_time: int) -> dict[str, dict]:
+        """One run of every stage; the tasks' metrics added to the totals."""
+        self.plan.run(df, internal_batch, stream_time)
+        reports = self.plan.metrics.value.get("tasks", {})
+        self.plan.metrics.value = {"tasks": {}}
+        with self._lock:
+            for task_id, metrics in reports.items():
+                for counter in COUNTERS:
+                    self._totals[counter] += int(metrics.get(counter, 0))
+                self._tasks[task_id] = metrics
+                self._stream_time = max(self._stream_time, metrics.get("stream_time", -1))
+        self._queries().pass_ran(reports)
+        return reports
+
+    def totals(self) -> tuple[dict[str, int], dict[str, dict], Optional[int]]:
+        """``(counters, each task's last metrics, the last batch)`` so far."""
+        with self._lock:
+            return ({counter: self._totals[counter] for counter in COUNTERS},
+                    {task_id: dict(m) for task_id, m in self._tasks.items()}, self._last_batch)
