@@ -20,7 +20,7 @@ SMOKE_TESTS := tests/test_engine_spark.py tests/test_windows_spark.py tests/test
 	tests/test_interactive_queries.py tests/test_spark_internals.py \
 	tests/test_spark_workers.py
 
-.PHONY: test test-smoke-spark43 wordcount bench java jars kafka-up kafka-down clean faults docs parity-soak rules-soak
+.PHONY: test test-fast test-smoke-spark43 wordcount bench java jars kafka-up kafka-down clean faults docs parity-soak rules-soak
 
 # A venv with an editable install of this clone, the tested set of dependencies
 # (constraints.txt) and the PySpark version given; an editable install has no place for the .pth
@@ -63,6 +63,10 @@ test: $(STAMP) java jars
 	$(VPY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # The smoke subset on the other PySpark (pyproject.toml allows 4.1 to 4.3).
+# The tests that start no JVM (a few minutes): your inner loop.
+test-fast: $(STAMP)
+	$(VPY) -m pytest -q -m "not jvm" -p no:cacheprovider
+
 test-smoke-spark43: $(VENV_SMOKE)/.installed-stamp java jars
 	PYSPARK_PYTHON=$(VPY_SMOKE) PYSPARK_DRIVER_PYTHON=$(VPY_SMOKE) $(VPY_SMOKE) -m pytest -q $(SMOKE_TESTS)
 
