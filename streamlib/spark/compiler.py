@@ -85,7 +85,7 @@ def stage_order(topology: Topology) -> list[SubTopology]:
         for name in sub.nodes:
             node = topology.nodes[name]
             if node.spec.repartition:
-                writer_of[node.params["topic"]] = sub.id
+                writer_of[node.params.topic] = sub.id
     ordered: list[SubTopology] = []
     state: dict[int, str] = {}
 
@@ -194,8 +194,8 @@ class BatchPlan:
     def _partitions_of(self, sub: SubTopology) -> int:
         for name in sub.nodes:
             node = self.topology.nodes[name]
-            if node.spec.source and node.params.get("num_partitions"):
-                return node.params["num_partitions"]
+            if node.spec.source and node.params.num_partitions:
+                return node.params.num_partitions
         return self.num_partitions
 
     def tick_keys(self, n: int) -> list[bytes]:
@@ -350,7 +350,7 @@ class BatchPlan:
     def _user_sources(self, sub: SubTopology) -> list[str]:
         """The source nodes of ``sub`` that read the application's own topics."""
         return [name for name in sub.nodes if self.topology.nodes[name].spec.source
-                and not self.topology.nodes[name].params.get("internal")]
+                and not self.topology.nodes[name].params.internal]
 
     def reader_stage_option(self) -> Optional[str]:
         """The source's ``readerStage`` option (:mod:`streamlib.spark.source`): the
@@ -372,7 +372,7 @@ class BatchPlan:
     def _source_rows(self, source: DataFrame, node_name: str) -> DataFrame:
         """The batch's rows of one source node, through its Column chain if it has one."""
         node = self.topology.nodes[node_name]
-        topics = tuple(node.params["topics"])
+        topics = tuple(node.params.topics)
         # (the source reads the application's topics: all of them are this node's, often)
         rows = source if set(topics) == set(self.topology.source_topics()) else \
             source.where(once(("topic in", topics), lambda: F.col("topic").isin(list(topics))))
@@ -393,7 +393,7 @@ class BatchPlan:
         return apply_chain(rows, chain, self.topology, self.config)
 
     def _writes(self, sub: SubTopology) -> set[str]:
-        return {self.topology.nodes[n].params["topic"] for n in sub.nodes
+        return {self.topology.nodes[n].params.topic for n in sub.nodes
                 if self.topology.nodes[n].spec.repartition}
 
     @property
