@@ -76,3 +76,8 @@ def stage_batch_input(topology: Topology, sub: SubTopology,
     source, step = reader
     lower = BATCH_LOWERINGS.get(step.spec)
     return lower(topology, source, step, config) if lower is not None else None
+
+
+# The built-in lowerings, loaded here, the registry's one import point: a reader of
+# COLUMN_STEPS or BATCH_LOWERINGS sees them all whichever module imported this first.
+from streamlib.spark import columns as _columns, preaggregate as _preaggregate  # noqa: E402,F401
