@@ -132,8 +132,8 @@ COLUMN = NodeKind("column", params=ColumnParams, spark_only=True)
 # -- tables -------------------------------------------------------------------------------
 TO_STREAM = NodeKind("to_stream", params=ToStreamParams, new_value_only=True)
 TABLE_SOURCE = NodeKind("table_source", params=StoreParams, stores=("kv",), materialized="named")
-TABLE_FILTER = NodeKind("table_filter", params=TableFilterParams, derived_table=True, materializable=True, stores=("kv",),
-                        materialized="named or parent")
+TABLE_FILTER = NodeKind("table_filter", params=TableFilterParams, derived_table=True, materializable=True,
+                        stores=("kv",), materialized="named or parent")
 TABLE_MAP_VALUES = NodeKind("table_map_values", params=TableMapValuesParams, derived_table=True, materializable=True,
                             stores=("kv",), materialized="named or parent")
 TABLE_SELECT = NodeKind("table_select", params=TableSelectParams)
@@ -146,7 +146,8 @@ AGGREGATE = NodeKind("aggregate", params=AggregateParams, stores=("kv",), materi
 #: only on how many records each key had, so it has a batch path (and a Spark lowering)
 COUNT = NodeKind("count", params=AggregateParams, stores=("kv",), materialized="always")
 TABLE_AGGREGATE = NodeKind("table_aggregate", params=TableAggregateParams, stores=("kv",), materialized="always")
-WINDOW_AGGREGATE = NodeKind("window_aggregate", params=WindowAggregateParams, time_aware=True, stores=("window",), materialized="always")
+WINDOW_AGGREGATE = NodeKind("window_aggregate", params=WindowAggregateParams, time_aware=True, stores=("window",),
+                            materialized="always")
 SLIDING_AGGREGATE = NodeKind("sliding_aggregate", params=WindowAggregateParams, time_aware=True, stores=("window",),
                              materialized="always")
 SESSION_AGGREGATE = NodeKind("session_aggregate", params=SessionAggregateParams, time_aware=True, stores=("session",),
@@ -164,18 +165,21 @@ TABLE_JOIN_MERGE = NodeKind("table_join_merge", params=StoreParams, derived_tabl
                             stores=("kv",), materialized="always")
 JOIN_WINDOW = NodeKind("join_window", params=JoinWindowParams, stores=("window",))
 STREAM_JOIN = NodeKind("stream_join", params=StreamJoinParams, stores=("window",))
-STREAM_OUTER_JOIN = NodeKind("stream_outer_join", params=StreamJoinParams, time_aware=True, stores=("window", "join_outer"))
+STREAM_OUTER_JOIN = NodeKind("stream_outer_join", params=StreamJoinParams, time_aware=True,
+                             stores=("window", "join_outer"))
 GLOBAL_JOIN = NodeKind("global_join", params=GlobalJoinParams)
 FK_LEFT_SEND = NodeKind("fk_left_send")
 FK_SUBSCRIBE = NodeKind("fk_subscribe", params=FkSubscribeParams)
-FK_SUBSCRIPTION_JOIN = NodeKind("fk_subscription_join", params=FkSubscriptionJoinParams, stores=("raw",) + TABLE_STORES)
+FK_SUBSCRIPTION_JOIN = NodeKind("fk_subscription_join", params=FkSubscriptionJoinParams,
+                                stores=("raw",) + TABLE_STORES)
 FK_FOREIGN_CHANGE = NodeKind("fk_foreign_change", params=FkForeignChangeParams, stores=("raw",))
 FK_LEFT_REPLICA = NodeKind("fk_left_replica", params=StoreParams, stores=("kv",))
 FK_RESPONSE_JOIN = NodeKind("fk_response_join", params=FkResponseJoinParams, stores=("kv",))
 
 # -- the Processor API ----------------------------------------------------------------------
 #: ``KStream.process``: a user processor, with any kind of store it is connected to
-PROCESS = NodeKind("process", params=ProcessParams, time_aware=True, task_state=True, stores=("kv", "window", "session", "versioned"))
+PROCESS = NodeKind("process", params=ProcessParams, time_aware=True, task_state=True,
+                   stores=("kv", "window", "session", "versioned"))
 #: ``KStream.process_values``: the same, keys unchanged
 PROCESS_VALUES = NodeKind("process_values", params=ProcessParams, time_aware=True, task_state=True,
                           stores=("kv", "window", "session", "versioned"))

@@ -77,7 +77,8 @@ def test_an_unknown_node_kind_is_a_topology_error():
 
 
 def test_a_kind_name_is_defined_once():
-    assert NodeKind("test_first_per_key", stores=("kv",), params=FirstPerKeyParams) == FIRST_PER_KEY  # same spec again: fine
+    # the same spec again: fine
+    assert NodeKind("test_first_per_key", stores=("kv",), params=FirstPerKeyParams) == FIRST_PER_KEY
     with pytest.raises(ValueError, match="already defined differently"):
         NodeKind("test_first_per_key", time_aware=True)
     with pytest.raises(ValueError, match="already runs as FirstPerKeyProcessor"):

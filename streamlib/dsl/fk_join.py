@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from ..node_kinds import FK_FOREIGN_CHANGE, FK_LEFT_REPLICA, FK_LEFT_SEND, FK_RESPONSE_JOIN, FK_SUBSCRIBE, FK_SUBSCRIPTION_JOIN, REPARTITION, SOURCE, TABLE_SOURCE
+from ..node_kinds import (FK_FOREIGN_CHANGE, FK_LEFT_REPLICA, FK_LEFT_SEND, FK_RESPONSE_JOIN, FK_SUBSCRIBE,
+                          FK_SUBSCRIPTION_JOIN, REPARTITION, SOURCE, TABLE_SOURCE)
 from ..serdes import Serdes
 from ..topology import StoreDef, TopologyError
 from .options import Materialized
