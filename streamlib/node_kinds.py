@@ -1,12 +1,14 @@
 """Node kinds: one plain spec per kind of step in the logical graph.
 
 A :class:`NodeKind` says what the topology needs to know about a kind of node (its
-role: source, sink, repartition, table step...) and which kinds of store its nodes
-use. Everything else about a kind is registered next to the code that owns it, keyed
+role: source, sink, repartition, table step...), which kinds of store its nodes use
+and the frozen dataclass its nodes' parameters are (:mod:`streamlib.node_params`;
+the DSL's ``graph.add(prefix, KIND, parents, **fields)`` makes one). Everything else about a kind is registered next to the code that owns it, keyed
 by the spec: its processor in :mod:`streamlib.processors` (``@processes(KIND)`` on the
 class) and, where Spark runs it differently from a task, its lowering in
 :mod:`streamlib.spark.lowerings`. So a new operator is one spec here (or in its own
-module), one processor, its stores and its tests; no module checks kind names.
+module) with its params type, one processor, its stores and its tests; no module
+checks kind names.
 
 A graph :class:`~streamlib.topology.Node` keeps its kind's *name* (a plain string, so
 topologies pickle small and print readably); ``node.spec`` is the registered spec and

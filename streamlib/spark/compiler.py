@@ -111,7 +111,7 @@ class BatchPlan:
     def __init__(self, spark: SparkSession, topology: Topology, config: StreamsConfig,
                  backend: BackendSpec, input_partitions: int):
         self.spark = spark
-        self.topology = topology
+        self.topology = topology = topology.resolve(config)  # ``self`` when the app resolved it
         self.config = config
         self.backend = backend
         self.num_partitions = config.num_partitions or input_partitions

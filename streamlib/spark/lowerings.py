@@ -70,6 +70,7 @@ def stage_batch_input(topology: Topology, sub: SubTopology,
                       config: StreamsConfig) -> Optional[BatchInput]:
     """The batch lowering of the step that alone reads ``sub``'s repartition input, if
     its kind has one and it applies; else None (the input is shuffled by key)."""
+    topology = topology.resolve(config)
     reader = topology.batch_reader(sub)
     if reader is None or not reader[0].params.internal:
         return None   # rows of a user topic must pass its serdes and handler one by one

@@ -87,6 +87,7 @@ def window_count_inputs(topology: Topology, config: StreamsConfig,
     with the store's key serde and serdes that can vouch for whole columns (the
     conditions of ``TimeWindowAggregateProcessor.takes_batches`` and the source's
     ``takes_table``). ``tasks_of``: each sub-topology's task count."""
+    topology = topology.resolve(config)
     readers: dict[str, int] = {}
     for sub in topology.subtopologies:
         for topic in sub.input_topics:
