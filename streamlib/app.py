@@ -47,8 +47,9 @@ class Streams:
     def __init__(self, topology: Topology, config: Optional[StreamsConfig] = None, spark: Any = None):
         from .spark.session import get_or_create_session
 
-        self.topology = topology
         self.config = config or StreamsConfig()
+        #: the topology with the config's default serdes filled in (``Topology.resolve``)
+        self.topology = topology = topology.resolve(self.config)
         # Mistakes in the config and missing input topics fail here, not after Spark's
         # start; with a session already there the topics are checked at start().
         check_before_spark(topology, self.config, topics=spark is None and not _spark_running())

@@ -1,15 +1,18 @@
 """Node kinds: one plain spec per kind of step in the logical graph.
 
 A :class:`NodeKind` says what the topology needs to know about a kind of node (its
-role: source, sink, repartition, table step...) and which kinds of store its nodes
-use. Everything else about a kind is registered next to the code that owns it, keyed
+role: source, sink, repartition, table step...), which kinds of store its nodes use
+and the frozen dataclass its nodes' parameters are (:mod:`streamlib.node_params`;
+the DSL's ``graph.add(prefix, KIND, parents, **fields)`` makes one). Everything else about a kind is registered next to the code that owns it, keyed
 by the spec: its processor in :mod:`streamlib.processors` (``@processes(KIND)`` on the
 class) and, where Spark runs it differently from a task, its lowering in
 :mod:`streamlib.spark.lowerings`. So a new operator is one spec here (or in its own
-module), one processor, its stores and its tests; no module checks kind names.
+module) with its params type, one processor, its stores and its tests; no module
+checks kind names.
 
 A graph :class:`~streamlib.topology.Node` keeps its kind's *name* (a plain string, so
-topologies pickle small and print readably); ``node.spec`` is the registered spec.
+topologies pickle small and print readably); ``node.spec`` is the registered spec and
+``node.params`` an instance of the spec's ``params`` type (read by attribute).
 Creating a spec registers it, so a spec defined in another module works once that
 module is imported (under Spark: imported where the topology is unpickled, as for any
 user function).
@@ -27,6 +30,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
+
+from .node_params import (ActionParams, AggregateParams, BranchChildParams, BranchParams, ColumnParams,
+                          FilterParams, FkForeignChangeParams, FkResponseJoinParams, FkSubscribeParams,
+                          FkSubscriptionJoinParams, GlobalJoinParams, GlobalSourceParams, JoinWindowParams,
+                          MapperParams, NoParams, ProcessParams, SessionAggregateParams,
+                          SinkParams, SourceParams, StoreParams, StreamJoinParams, StreamTableJoinParams,
+                          SuppressParams, TableAggregateParams, TableFilterParams, TableJoinParams,
+                          TableMapValuesParams, TableSelectParams, ToStreamParams, VersionedJoinParams,
+                          WindowAggregateParams)
 
 #: Store kinds (``StoreDef.kind``) a step that looks up a table may read: key-value,
 #: or window/session for a windowed table.
@@ -75,6 +87,8 @@ class NodeKind:
     #: table-table joins), ``"named"`` (with a user-named store), ``"named or parent"``,
     #: ``"parent"``; ``""``: never (see ``Topology.materialized_table``)
     materialized: str = ""
+    #: the frozen dataclass its nodes' ``params`` are (:mod:`streamlib.node_params`)
+    params: type = NoParams
 
     def __post_init__(self) -> None:
         known = _REGISTRY.get(self.name)
@@ -101,69 +115,73 @@ def find_node_kind(name: str) -> Optional[NodeKind]:
 
 
 # -- streams ------------------------------------------------------------------------------
-SOURCE = NodeKind("source", source=True)
-SINK = NodeKind("sink", sink=True)
-REPARTITION = NodeKind("repartition", sink=True, repartition=True)
-FILTER = NodeKind("filter")
-MAP = NodeKind("map")
-MAP_VALUES = NodeKind("map_values")
-FLAT_MAP = NodeKind("flat_map")
-FLAT_MAP_VALUES = NodeKind("flat_map_values")
-SELECT_KEY = NodeKind("select_key")
-PEEK = NodeKind("peek")
-FOREACH = NodeKind("foreach")
+SOURCE = NodeKind("source", params=SourceParams, source=True)
+SINK = NodeKind("sink", params=SinkParams, sink=True)
+REPARTITION = NodeKind("repartition", params=SinkParams, sink=True, repartition=True)
+FILTER = NodeKind("filter", params=FilterParams)
+MAP = NodeKind("map", params=MapperParams)
+MAP_VALUES = NodeKind("map_values", params=MapperParams)
+FLAT_MAP = NodeKind("flat_map", params=MapperParams)
+FLAT_MAP_VALUES = NodeKind("flat_map_values", params=MapperParams)
+SELECT_KEY = NodeKind("select_key", params=MapperParams)
+PEEK = NodeKind("peek", params=ActionParams)
+FOREACH = NodeKind("foreach", params=ActionParams)
 MERGE = NodeKind("merge")
-BRANCH = NodeKind("branch")
-BRANCH_CHILD = NodeKind("branch_child")
-COLUMN = NodeKind("column", spark_only=True)
+BRANCH = NodeKind("branch", params=BranchParams)
+BRANCH_CHILD = NodeKind("branch_child", params=BranchChildParams)
+COLUMN = NodeKind("column", params=ColumnParams, spark_only=True)
 
 # -- tables -------------------------------------------------------------------------------
-TO_STREAM = NodeKind("to_stream", new_value_only=True)
-TABLE_SOURCE = NodeKind("table_source", stores=("kv",), materialized="named")
-TABLE_FILTER = NodeKind("table_filter", derived_table=True, materializable=True, stores=("kv",),
-                        materialized="named or parent")
-TABLE_MAP_VALUES = NodeKind("table_map_values", derived_table=True, materializable=True,
+TO_STREAM = NodeKind("to_stream", params=ToStreamParams, new_value_only=True)
+TABLE_SOURCE = NodeKind("table_source", params=StoreParams, stores=("kv",), materialized="named")
+TABLE_FILTER = NodeKind("table_filter", params=TableFilterParams, derived_table=True, materializable=True,
+                        stores=("kv",), materialized="named or parent")
+TABLE_MAP_VALUES = NodeKind("table_map_values", params=TableMapValuesParams, derived_table=True, materializable=True,
                             stores=("kv",), materialized="named or parent")
-TABLE_SELECT = NodeKind("table_select")
-GLOBAL_SOURCE = NodeKind("global_source", global_table=True)
-GLOBAL_TABLE_SOURCE = NodeKind("global_table_source", global_table=True, stores=("kv",))
+TABLE_SELECT = NodeKind("table_select", params=TableSelectParams)
+GLOBAL_SOURCE = NodeKind("global_source", params=GlobalSourceParams, global_table=True)
+GLOBAL_TABLE_SOURCE = NodeKind("global_table_source", params=StoreParams, global_table=True, stores=("kv",))
 
 # -- aggregations -------------------------------------------------------------------------
-AGGREGATE = NodeKind("aggregate", stores=("kv",), materialized="always")
+AGGREGATE = NodeKind("aggregate", params=AggregateParams, stores=("kv",), materialized="always")
 #: a grouped stream's ``count()``: an aggregate whose cached result per commit depends
 #: only on how many records each key had, so it has a batch path (and a Spark lowering)
-COUNT = NodeKind("count", stores=("kv",), materialized="always")
-TABLE_AGGREGATE = NodeKind("table_aggregate", stores=("kv",), materialized="always")
-WINDOW_AGGREGATE = NodeKind("window_aggregate", time_aware=True, stores=("window",), materialized="always")
-SLIDING_AGGREGATE = NodeKind("sliding_aggregate", time_aware=True, stores=("window",),
+COUNT = NodeKind("count", params=AggregateParams, stores=("kv",), materialized="always")
+TABLE_AGGREGATE = NodeKind("table_aggregate", params=TableAggregateParams, stores=("kv",), materialized="always")
+WINDOW_AGGREGATE = NodeKind("window_aggregate", params=WindowAggregateParams, time_aware=True, stores=("window",),
+                            materialized="always")
+SLIDING_AGGREGATE = NodeKind("sliding_aggregate", params=WindowAggregateParams, time_aware=True, stores=("window",),
                              materialized="always")
-SESSION_AGGREGATE = NodeKind("session_aggregate", time_aware=True, stores=("session",),
+SESSION_AGGREGATE = NodeKind("session_aggregate", params=SessionAggregateParams, time_aware=True, stores=("session",),
                              materialized="always")
-SUPPRESS = NodeKind("suppress", time_aware=True, stores=("buffer",), materialized="parent")
+SUPPRESS = NodeKind("suppress", params=SuppressParams, time_aware=True, stores=("buffer",), materialized="parent")
 
 # -- joins --------------------------------------------------------------------------------
-STREAM_TABLE_JOIN = NodeKind("stream_table_join", stores=TABLE_STORES)
-STREAM_TABLE_JOIN_VERSIONED = NodeKind("stream_table_join_versioned", time_aware=True,
+STREAM_TABLE_JOIN = NodeKind("stream_table_join", params=StreamTableJoinParams, stores=TABLE_STORES)
+STREAM_TABLE_JOIN_VERSIONED = NodeKind("stream_table_join_versioned", params=VersionedJoinParams, time_aware=True,
                                        stores=("versioned", "stream_buffer"))
-STREAM_TABLE_JOIN_UPDATE = NodeKind("stream_table_join_update", new_value_only=True,
+STREAM_TABLE_JOIN_UPDATE = NodeKind("stream_table_join_update", params=VersionedJoinParams, new_value_only=True,
                                     stores=("versioned", "stream_buffer"))
-TABLE_JOIN = NodeKind("table_join", derived_table=True, stores=TABLE_STORES)
-TABLE_JOIN_MERGE = NodeKind("table_join_merge", derived_table=True, materializable=True,
+TABLE_JOIN = NodeKind("table_join", params=TableJoinParams, derived_table=True, stores=TABLE_STORES)
+TABLE_JOIN_MERGE = NodeKind("table_join_merge", params=StoreParams, derived_table=True, materializable=True,
                             stores=("kv",), materialized="always")
-JOIN_WINDOW = NodeKind("join_window", stores=("window",))
-STREAM_JOIN = NodeKind("stream_join", stores=("window",))
-STREAM_OUTER_JOIN = NodeKind("stream_outer_join", time_aware=True, stores=("window", "join_outer"))
-GLOBAL_JOIN = NodeKind("global_join")
+JOIN_WINDOW = NodeKind("join_window", params=JoinWindowParams, stores=("window",))
+STREAM_JOIN = NodeKind("stream_join", params=StreamJoinParams, stores=("window",))
+STREAM_OUTER_JOIN = NodeKind("stream_outer_join", params=StreamJoinParams, time_aware=True,
+                             stores=("window", "join_outer"))
+GLOBAL_JOIN = NodeKind("global_join", params=GlobalJoinParams)
 FK_LEFT_SEND = NodeKind("fk_left_send")
-FK_SUBSCRIBE = NodeKind("fk_subscribe")
-FK_SUBSCRIPTION_JOIN = NodeKind("fk_subscription_join", stores=("raw",) + TABLE_STORES)
-FK_FOREIGN_CHANGE = NodeKind("fk_foreign_change", stores=("raw",))
-FK_LEFT_REPLICA = NodeKind("fk_left_replica", stores=("kv",))
-FK_RESPONSE_JOIN = NodeKind("fk_response_join", stores=("kv",))
+FK_SUBSCRIBE = NodeKind("fk_subscribe", params=FkSubscribeParams)
+FK_SUBSCRIPTION_JOIN = NodeKind("fk_subscription_join", params=FkSubscriptionJoinParams,
+                                stores=("raw",) + TABLE_STORES)
+FK_FOREIGN_CHANGE = NodeKind("fk_foreign_change", params=FkForeignChangeParams, stores=("raw",))
+FK_LEFT_REPLICA = NodeKind("fk_left_replica", params=StoreParams, stores=("kv",))
+FK_RESPONSE_JOIN = NodeKind("fk_response_join", params=FkResponseJoinParams, stores=("kv",))
 
 # -- the Processor API ----------------------------------------------------------------------
 #: ``KStream.process``: a user processor, with any kind of store it is connected to
-PROCESS = NodeKind("process", time_aware=True, task_state=True, stores=("kv", "window", "session", "versioned"))
+PROCESS = NodeKind("process", params=ProcessParams, time_aware=True, task_state=True,
+                   stores=("kv", "window", "session", "versioned"))
 #: ``KStream.process_values``: the same, keys unchanged
-PROCESS_VALUES = NodeKind("process_values", time_aware=True, task_state=True,
+PROCESS_VALUES = NodeKind("process_values", params=ProcessParams, time_aware=True, task_state=True,
                           stores=("kv", "window", "session", "versioned"))

@@ -191,11 +191,12 @@ class TopologyTestDriver:
 
     def __init__(self, topology: Topology, config: Optional[StreamsConfig] = None,
                  initial_wall_clock_time: int = 0):
-        self.topology = topology
         self._state_dir = tempfile.mkdtemp(prefix="streamlib-driver-")
         base = config or StreamsConfig(application_id="topology-test-driver")
         # The driver emits every update, like Kafka Streams' driver: no caching.
         self.config = replace(base, cache_max_bytes=0, state_dir=self._state_dir)
+        #: the topology with the config's default serdes filled in (``Topology.resolve``)
+        self.topology = topology = topology.resolve(self.config)
         self._wall_clock = initial_wall_clock_time
         self._outputs: dict[str, deque] = defaultdict(deque)
         self._offsets: dict[str, int] = defaultdict(int)

@@ -1,17 +1,22 @@
 """The logical graph a ``StreamsBuilder`` writes, and its split into sub-topologies.
 
-Nodes are plain, picklable specs (a ``kind`` and its ``params``); what a kind is
-(source, sink, table step, time-aware...) is its :class:`~streamlib.node_kinds.NodeKind`,
+Nodes are plain, picklable specs (a ``kind`` and its typed ``params``, see
+:mod:`streamlib.node_params`); what a kind is (source, sink, table step,
+time-aware...) is its :class:`~streamlib.node_kinds.NodeKind`,
 and the processors that run them live in :mod:`streamlib.processors`. A sub-topology
 is a connected part of the graph; repartition steps cut the graph, exactly where Kafka Streams
 would write to a repartition topic (under Spark: a shuffle).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Optional
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
-from .node_kinds import NodeKind, UnknownNodeKind, node_kind
+from .node_kinds import TABLE_FILTER, NodeKind, UnknownNodeKind, node_kind
+from .node_params import NoParams, serde_defaults
+
+if TYPE_CHECKING:
+    from .config import StreamsConfig
 
 
 class TopologyError(ValueError):
@@ -25,7 +30,8 @@ class Node:
     name: str
     kind: str
     parents: list[str] = field(default_factory=list)
-    params: dict[str, Any] = field(default_factory=dict)
+    #: an instance of ``spec.params`` (:mod:`streamlib.node_params`)
+    params: Any = field(default_factory=NoParams)
     stores: tuple[str, ...] = ()
 
     @property
@@ -120,8 +126,8 @@ class Topology:
         """External topics the application reads, in order of first use."""
         topics: list[str] = []
         for node in self.nodes.values():
-            if node.spec.source and not node.params.get("internal"):
-                topics.extend(t for t in node.params["topics"] if t not in topics)
+            if node.spec.source and not node.params.internal:
+                topics.extend(t for t in node.params.topics if t not in topics)
         return topics
 
     def global_stores(self) -> dict[str, str]:
@@ -130,11 +136,11 @@ class Topology:
 
     def global_stores_of(self, sub: SubTopology) -> dict[str, str]:
         """The global stores the nodes of ``sub`` look up (store name -> topic)."""
-        used = {self.nodes[name].params.get("global_store") for name in sub.nodes}
+        used = {getattr(self.nodes[name].params, "global_store", None) for name in sub.nodes}
         return {name: topic for name, topic in self.global_stores().items() if name in used}
 
     def sink_topics(self) -> list[str]:
-        return sorted({n.params["topic"] for n in self.nodes.values()
+        return sorted({n.params.topic for n in self.nodes.values()
                        if n.spec.sink and not n.spec.repartition})
 
     def sends_old_values(self, name: str) -> bool:
@@ -145,13 +151,13 @@ class Topology:
         its parent, so that it drops deletes of rows that never were); false when its
         changes only go ``to_stream()``."""
         node = self.nodes[name]
-        if node.spec.name == "table_filter" and any(self.materialized_table(p) for p in node.parents):
+        if node.spec is TABLE_FILTER and any(self.materialized_table(p) for p in node.parents):
             return True
         for child in self.children(name):
             spec = self.nodes[child].spec
             if spec.new_value_only:
                 continue
-            if self.nodes[child].params.get("parent_sends_old_values"):
+            if getattr(self.nodes[child].params, "parent_sends_old_values", False):
                 return True  # a left/outer join side needs to see whether a row existed
             if not spec.derived_table or self.sends_old_values(child):
                 return True
@@ -168,7 +174,7 @@ class Topology:
         for child in self.children(name):
             if child not in sub.nodes:
                 continue
-            store = self.nodes[child].params.get("store")
+            store = getattr(self.nodes[child].params, "store", None)
             spec = self.nodes[child].spec
             if store and spec.derived_table and spec.materializable and any(
                     store in other.stores for other_name, other in self.nodes.items() if other_name != child):
@@ -182,7 +188,7 @@ class Topology:
         (``NodeKind.materialized``): it can send old values without a store added for it."""
         node = self.nodes[name]
         how = node.spec.materialized
-        store = node.params.get("store")
+        store = getattr(node.params, "store", None)
         named = store is not None and store in self.stores and self.stores[store].queryable
         if how == "always" or (how in ("named", "named or parent") and named):
             return True
@@ -201,10 +207,34 @@ class Topology:
             return None
         source = sources[0]
         params = source.params
-        if params.get("changes") or params.get("timestamp_extractor") or len(params["topics"]) != 1:
+        if params.changes or params.timestamp_extractor or len(params.topics) != 1:
             return None
         children = self.children(source.name)
         return (source, self.nodes[children[0]]) if len(children) == 1 else None
+
+    def resolve(self, config: "StreamsConfig") -> "Topology":
+        """This topology as it runs with ``config``: every serde left ``None`` (the
+        application's default) in a node's params or a store is set to the config's
+        default. A new topology unless nothing was left unset (then ``self``): the
+        topology a user built stays as it was, so it may run again with other defaults
+        (a ``TopologyTestDriver`` and a ``Streams`` application, say)."""
+        defaults = {"key": config.default_key_serde, "value": config.default_value_serde}
+        nodes, stores, changed = {}, {}, False
+        for name, node in self.nodes.items():
+            unset = {field_name: defaults[which] for field_name, which in serde_defaults(type(node.params))
+                     if getattr(node.params, field_name) is None}
+            nodes[name] = replace(node, params=replace(node.params, **unset)) if unset else node
+            changed = changed or bool(unset)
+        for name, store in self.stores.items():
+            unset = {f"{which}_serde": defaults[which] for which in ("key", "value")
+                     if getattr(store, f"{which}_serde") is None}
+            stores[name] = replace(store, **unset) if unset else store
+            changed = changed or bool(unset)
+        if not changed:
+            return self
+        resolved = Topology.__new__(Topology)
+        resolved.nodes, resolved.stores, resolved.subtopologies = nodes, stores, self.subtopologies
+        return resolved
 
     def subtopology_of(self, node_name: str) -> SubTopology:
         return next(s for s in self.subtopologies if node_name in s.nodes)
@@ -228,11 +258,11 @@ class Topology:
                 kids = [c for c in self.children(name)]
                 spec = node.spec
                 if spec.source:
-                    topics = ", ".join(app + "-" + t if node.params.get("internal") else t
-                                       for t in node.params["topics"])
+                    topics = ", ".join(app + "-" + t if node.params.internal else t
+                                       for t in node.params.topics)
                     head = f"    Source: {name} (topics: [{topics}])"
                 elif spec.sink:
-                    topic = node.params["topic"]
+                    topic = node.params.topic
                     if spec.repartition:
                         topic = f"{app}-{topic}"
                     head = f"    Sink: {name} (topic: {topic})"
@@ -245,7 +275,7 @@ class Topology:
                 if self.stores[store].logging:
                     lines.append(f"    Changelog: {app}-{store}-changelog (store: {store})")
         for index, (source, table) in enumerate(self._global_pairs(), start=len(self.subtopologies)):
-            topics = ", ".join(self.nodes[source].params["topics"])
+            topics = ", ".join(self.nodes[source].params.topics)
             lines.append(f"   Sub-topology: {index} for global store (will not generate tasks)")
             lines.append(f"    Source: {source} (topics: [{topics}])")
             lines.append(f"      --> {table}")
@@ -274,8 +304,8 @@ class Topology:
             counts = {topic: partitions[topic] for topic in sub.source_topics}
             for name in sub.nodes:   # a repartition given a fixed count cannot adapt either
                 node = self.nodes[name]
-                if node.spec.source and node.params.get("internal") and node.params.get("num_partitions"):
-                    counts[node.params["topics"][0]] = node.params["num_partitions"]
+                if node.spec.source and node.params.internal and node.params.num_partitions:
+                    counts[node.params.topics[0]] = node.params.num_partitions
             if not sub.stateful or len(set(counts.values())) <= 1:
                 continue
             node = next(name for name in sub.nodes if self.nodes[name].stores or self.nodes[name].spec.task_state)
@@ -303,6 +333,9 @@ class Topology:
                     raise TopologyError(f"{node.name}: a {spec.name} step uses stores of kinds "
                                         f"{list(spec.stores)}, not the {self.stores[store].kind} "
                                         f"store {store!r}")
+            if not isinstance(node.params, spec.params):
+                raise TopologyError(f"{node.name}: a {spec.name} node takes {spec.params.__name__}, "
+                                    f"not {type(node.params).__name__}")
 
 
 def _split(nodes: dict[str, Node], stores: dict[str, StoreDef]) -> list[SubTopology]:
@@ -332,7 +365,7 @@ def _split(nodes: dict[str, Node], stores: dict[str, StoreDef]) -> list[SubTopol
     topic_reader: dict[str, str] = {}
     for node in nodes.values():
         if node.spec.source:
-            for topic in node.params["topics"]:
+            for topic in node.params.topics:
                 if topic in topic_reader:
                     union(node.name, topic_reader[topic])
                 topic_reader[topic] = node.name
@@ -343,8 +376,8 @@ def _split(nodes: dict[str, Node], stores: dict[str, StoreDef]) -> list[SubTopol
     subs = []
     for index, members in enumerate(groups.values()):
         sources = [nodes[m] for m in members if nodes[m].spec.source]
-        external = [t for s in sources if not s.params.get("internal") for t in s.params["topics"]]
-        internal = [t for s in sources if s.params.get("internal") for t in s.params["topics"]]
+        external = [t for s in sources if not s.params.internal for t in s.params.topics]
+        internal = [t for s in sources if s.params.internal for t in s.params.topics]
         sub_stores = sorted({s for m in members for s in nodes[m].stores})
         subs.append(SubTopology(index, members, external, internal, sub_stores,
                                 any(nodes[m].spec.task_state for m in members)))

@@ -135,7 +135,7 @@ def test_should_reuse_repartition_topic_with_generated_name():
     topology = _rekeyed_joins().build()
     sinks = [n for n in topology if n.kind == "repartition"]
     assert len(sinks) == 1
-    topic = sinks[0].params["topic"]
+    topic = sinks[0].params.topic
     assert topic == "KSTREAM-MAP-0000000007-repartition"   # Kafka's name: the re-keying step's
     assert len(topology.subtopologies) == 2
     assert sorted(topology.subtopologies[1].input_topics) == sorted(["topic2", "topic3", topic])
@@ -147,7 +147,7 @@ def test_should_create_repartition_topics_with_user_provided_name():
     their own ``<name>-repartition`` topics and sub-topologies, the join steps their names."""
     topology = _rekeyed_joins(Joined.with_(S, S, S, name="first-join"),
                               Joined.with_(S, S, S, name="second-join")).build()
-    assert sorted(n.params["topic"] for n in topology if n.kind == "repartition") == [
+    assert sorted(n.params.topic for n in topology if n.kind == "repartition") == [
         "first-join-repartition", "second-join-repartition"]
     assert len(topology.subtopologies) == 3
     by_join = {name: topology.subtopology_of(name) for name in ("first-join", "second-join")}

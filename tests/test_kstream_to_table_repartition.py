@@ -61,7 +61,7 @@ def test_named_repartition_topic_and_partition_count():
     assert f"Sink: shuffle-sink (topic: {APP}-shuffle-repartition)" in text
     assert f"Source: shuffle-source (topics: [{APP}-shuffle-repartition])" in text
     source = topology.nodes["shuffle-source"]
-    assert source.params["num_partitions"] == 4
+    assert source.params.num_partitions == 4
     assert topology.subtopologies[1].repartition_inputs == ["shuffle-repartition"]
 
 

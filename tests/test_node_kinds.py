@@ -2,11 +2,14 @@
 cached count's batch path belongs to the count kind alone, never to a windowed count."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from streamlib import Consumed, Materialized, Produced, StreamsBuilder, TimeWindows, TopologyError
 from streamlib.dsl.kstream import KStream
 from streamlib.node_kinds import COUNT, WINDOW_AGGREGATE, NodeKind, node_kind
+from streamlib.node_params import AggregateOp, SourceParams
 from streamlib.processors import Processor, Record, processes
 from streamlib.runtime.task import Task
 from streamlib.spark.lowerings import BATCH_LOWERINGS, stage_batch_input
@@ -18,13 +21,18 @@ from streams_helpers import S, config, driver_for, kvt
 
 # -- a node kind defined here, and nowhere in streamlib --------------------------------------
 #: forwards each key's first record only, remembering seen keys in its key-value store
-FIRST_PER_KEY = NodeKind("test_first_per_key", stores=("kv",))
+@dataclass(frozen=True)
+class FirstPerKeyParams:
+    store: str
+
+
+FIRST_PER_KEY = NodeKind("test_first_per_key", stores=("kv",), params=FirstPerKeyParams)
 
 
 @processes(FIRST_PER_KEY)
 class FirstPerKeyProcessor(Processor):
     def init(self) -> None:
-        self.seen = self.context.store(self.node.params["store"])
+        self.seen = self.context.store(self.node.params.store)
 
     def process(self, record: Record) -> None:
         if self.seen.get(record.key) is None:
@@ -56,8 +64,8 @@ def test_a_new_node_kind_needs_only_its_spec_and_processor():
 
 
 def test_a_node_kind_owns_the_kinds_of_store_it_uses():
-    nodes = {"src": Node("src", "source", [], {"topics": ["in"]}),
-             "first": Node("first", FIRST_PER_KEY.name, ["src"], {"store": "w"}, ("w",))}
+    nodes = {"src": Node("src", "source", [], SourceParams(topics=["in"])),
+             "first": Node("first", FIRST_PER_KEY.name, ["src"], FirstPerKeyParams(store="w"), ("w",))}
     with pytest.raises(TopologyError, match="first: a test_first_per_key step uses stores of kinds "
                                             r"\['kv'\], not the window store 'w'"):
         Topology(nodes, {"w": StoreDef("w", kind="window", window_size_ms=10)})
@@ -65,11 +73,12 @@ def test_a_node_kind_owns_the_kinds_of_store_it_uses():
 
 def test_an_unknown_node_kind_is_a_topology_error():
     with pytest.raises(TopologyError, match="x: unknown node kind 'no_such_kind'"):
-        Topology({"x": Node("x", "no_such_kind", [], {})}, {})
+        Topology({"x": Node("x", "no_such_kind", [])}, {})
 
 
 def test_a_kind_name_is_defined_once():
-    assert NodeKind("test_first_per_key", stores=("kv",)) == FIRST_PER_KEY  # same spec again: fine
+    # the same spec again: fine
+    assert NodeKind("test_first_per_key", stores=("kv",), params=FirstPerKeyParams) == FIRST_PER_KEY
     with pytest.raises(ValueError, match="already defined differently"):
         NodeKind("test_first_per_key", time_aware=True)
     with pytest.raises(ValueError, match="already runs as FirstPerKeyProcessor"):
@@ -101,7 +110,7 @@ def test_the_count_lowering_is_the_count_kinds_own():
     source, step = topology.batch_reader(sub)
     assert step.spec is COUNT
     lowering = stage_batch_input(topology, sub, config())
-    assert lowering == PreAggregate(source.params["topics"][0])
+    assert lowering == PreAggregate(source.params.topics[0])
     # not when the count is uncached: every record then changes the output
     assert stage_batch_input(topology, sub, config(cache_max_bytes=0)) is None
 
@@ -110,7 +119,7 @@ def test_a_windowed_count_never_takes_the_cached_count_lowering():
     topology = rekeyed_count(windowed=True)
     sub = counting_stage(topology)
     source, step = topology.batch_reader(sub)  # shaped like the count's input...
-    assert step.spec is WINDOW_AGGREGATE and step.params["op"] == "count"
+    assert step.spec is WINDOW_AGGREGATE and step.params.op is AggregateOp.COUNT
     for cache in (10_000_000, 0):  # ...but a window aggregate has no batch lowering
         assert stage_batch_input(topology, sub, config(cache_max_bytes=cache)) is None
 

@@ -579,7 +579,7 @@ def test_repartition_with_specified_number_of_partitions_then_count():
         .repartition(Repartitioned.as_("new-partitions").with_num_partitions(2)) \
         .group_by_key().count().to_stream().to("output-topic", Produced.with_(I, L))
     topology = builder.build()
-    assert topology.nodes["new-partitions-source"].params["num_partitions"] == 2
+    assert topology.nodes["new-partitions-source"].params.num_partitions == 2
     assert len(REPARTITION_SINK.findall(topology.describe(APP))) == 1
     topology.check_copartitioned({"input-topic": 4})
     with driver_for(topology, **INTEGRATION_DEFAULTS) as driver:
@@ -595,7 +595,7 @@ def test_repartition_inherits_partition_count_when_not_specified():
         .repartition(Repartitioned.as_("new-topic")) \
         .group_by_key().count().to_stream().to("output-topic", Produced.with_(I, L))
     topology = builder.build()
-    assert topology.nodes["new-topic-source"].params.get("num_partitions") is None
+    assert topology.nodes["new-topic-source"].params.num_partitions is None
     with driver_for(topology, **INTEGRATION_DEFAULTS) as driver:
         driver.create_input_topic("input-topic", I, S).pipe_key_value_list([(1, "A"), (2, "B")])
         assert driver.create_output_topic("output-topic", I, L).read_key_values_to_list() == [(1, 1), (2, 1)]

@@ -3,6 +3,7 @@
 import pytest
 
 from streamlib import Consumed, Grouped, Materialized, StreamsBuilder, TopologyError
+from streamlib.node_params import MapperParams, NoParams, SinkParams, SourceParams
 from streamlib.topology import Node, StoreDef, Topology
 
 from streams_helpers import APP, S
@@ -123,9 +124,9 @@ def test_repartition_name_used_twice_fails():
 
 def test_a_step_after_a_sink_is_rejected_naming_the_node():
     nodes = {
-        "src": Node("src", "source", [], {"topics": ["in"]}),
-        "sink": Node("sink", "sink", ["src"], {"topic": "out"}),
-        "after": Node("after", "map_values", ["sink"], {"mapper": str}),
+        "src": Node("src", "source", [], SourceParams(topics=["in"])),
+        "sink": Node("sink", "sink", ["src"], SinkParams(topic="out")),
+        "after": Node("after", "map_values", ["sink"], MapperParams(mapper=str)),
     }
     with pytest.raises(TopologyError, match="after.*sink"):
         Topology(nodes, {})
@@ -134,10 +135,16 @@ def test_a_step_after_a_sink_is_rejected_naming_the_node():
 
 def test_unknown_store_and_unknown_parent_are_rejected():
     with pytest.raises(TopologyError, match="unknown store 'nope'"):
-        Topology({"src": Node("src", "source", [], {"topics": ["in"]}),
-                  "agg": Node("agg", "aggregate", ["src"], {}, ("nope",))}, {})
+        Topology({"src": Node("src", "source", [], SourceParams(topics=["in"])),
+                  "agg": Node("agg", "aggregate", ["src"], NoParams(), ("nope",))}, {})
     with pytest.raises(TopologyError, match="unknown parent"):
-        Topology({"x": Node("x", "filter", ["ghost"], {})}, {"s": StoreDef("s")})
+        Topology({"x": Node("x", "filter", ["ghost"])}, {"s": StoreDef("s")})
+
+
+
+def test_params_of_another_kind_are_rejected_naming_the_node():
+    with pytest.raises(TopologyError, match="src: a source node takes SourceParams, not SinkParams"):
+        Topology({"src": Node("src", "source", [], SinkParams(topic="in"))}, {})
 
 
 def test_duplicate_processor_name_fails():

@@ -83,7 +83,7 @@ def task_inputs(batches, tasks: int, task: int, windows, chunk: int) -> tuple[li
 def test_pre_aggregated_rows_count_what_the_rows_count(tmp_path, advance, tasks, seed):
     batches = partition_batches(seed, bad=seed == 2)
     top = topology(advance, suppress=seed == 2)
-    windows = top.nodes[next(n for n in top.nodes if top.nodes[n].spec.name == "window_aggregate")].params["windows"]
+    windows = top.nodes[next(n for n in top.nodes if top.nodes[n].spec.name == "window_aggregate")].params.windows
     for task in range(tasks):
         raws, aggregated = task_inputs(batches, tasks, task, windows, chunk=37)
         if advance is None:   # hopping windows: a row per window, four per record here

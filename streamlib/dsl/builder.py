@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Optional, Sequence, Union
 
+from ..node_kinds import PROCESS, PROCESS_VALUES, SOURCE, TABLE_SOURCE
 from ..topology import Topology, TopologyError
 from .global_table import GlobalKTable, add_global_table
 from .graph import GraphBuilder
@@ -60,7 +61,7 @@ class StreamsBuilder:
         source = self._source([topic], replace(consumed, key_serde=key_serde, value_serde=value_serde))
         store = materialize(self._graph, materialized, "KTABLE-SOURCE", key_serde, value_serde,
                             generated=generated)
-        node = self._graph.add("KTABLE-SOURCE", "table_source", [source], stores=(store,), store=store)
+        node = self._graph.add("KTABLE-SOURCE", TABLE_SOURCE, [source], stores=(store,), store=store)
         table = KTable(self._graph, node, key_serde, value_serde, store, queryable=bool(
             materialized and materialized.store_name))
         table._history_ms = materialized and materialized.history_retention_ms
@@ -108,7 +109,7 @@ class StreamsBuilder:
             if topic in self._topics_read:
                 raise TopologyError(f"topic {topic!r} is already read by another source of this builder")
             self._topics_read.add(topic)
-        return self._graph.add("KSTREAM-SOURCE", "source", [], name=consumed.name, topics=topics,
+        return self._graph.add("KSTREAM-SOURCE", SOURCE, [], name=consumed.name, topics=topics,
                                key_serde=consumed.key_serde, value_serde=consumed.value_serde,
                                timestamp_extractor=consumed.timestamp_extractor)
 
@@ -139,11 +140,12 @@ def connect_user_stores(graph: GraphBuilder) -> None:
     """Tell each user processor node the kinds and retention of its stores, which may
     have been added after it (``process()`` before ``add_state_store()``)."""
     for node in graph.nodes.values():
-        if node.kind in ("process", "process_values"):
+        if node.spec in (PROCESS, PROCESS_VALUES):
             known = [graph.stores[name] for name in node.stores if name in graph.stores]
             for d in known:
                 if d.global_topic:
                     raise TopologyError(f"{node.name}: {d.name!r} is a global table's store; a processor "
                                         "uses stores of its own task (join the global table instead)")
-            node.params["store_kinds"] = {d.name: d.kind for d in known}
-            node.params["retention"] = {d.name: d.retention_ms for d in known if d.kind in ("window", "session")}
+            node.params = replace(node.params, store_kinds={d.name: d.kind for d in known},
+                                  retention={d.name: d.retention_ms for d in known
+                                             if d.kind in ("window", "session")})

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from ..node_kinds import (FK_FOREIGN_CHANGE, FK_LEFT_REPLICA, FK_LEFT_SEND, FK_RESPONSE_JOIN, FK_SUBSCRIBE,
+                          FK_SUBSCRIPTION_JOIN, REPARTITION, SOURCE, TABLE_SOURCE)
 from ..serdes import Serdes
 from ..topology import StoreDef, TopologyError
 from .options import Materialized
@@ -18,9 +20,9 @@ def _repartition(graph: Any, prefix: str, parent: str, key_serde: Any, value_ser
     name of the source node reading it."""
     base = graph.next_name(prefix)
     topic = f"{base}-repartition"
-    graph.add("KSTREAM-SINK", "repartition", [parent], name=f"{base}-sink", topic=topic,
+    graph.add("KSTREAM-SINK", REPARTITION, [parent], name=f"{base}-sink", topic=topic,
               key_serde=key_serde, value_serde=value_serde, num_partitions=None)
-    return graph.add("KSTREAM-SOURCE", "source", [], name=f"{base}-source", topics=[topic],
+    return graph.add("KSTREAM-SOURCE", SOURCE, [], name=f"{base}-source", topics=[topic],
                      internal=True, key_serde=key_serde, value_serde=value_serde)
 
 
@@ -41,10 +43,10 @@ def foreign_key_join(this: "KTable", other: "KTable", joiner: Callable[[Any, Any
     serdes = dict(key_serde=this.key_serde, value_serde=this.value_serde, fk_serde=other.key_serde,
                   right_value_serde=other.value_serde, left=left)
     # 1. the left table's side: its values forward, subscriptions by foreign key
-    send = graph.add("KTABLE-FK-JOIN-LEFT-SEND", "fk_left_send", [this.node_name])
+    send = graph.add("KTABLE-FK-JOIN-LEFT-SEND", FK_LEFT_SEND, [this.node_name])
     left_values = _repartition(graph, "KTABLE-FK-JOIN-LEFT-VALUES", send, this.key_serde,
                                this.value_serde)
-    subscribe = graph.add("KTABLE-FK-JOIN-SUBSCRIPTION-SEND", "fk_subscribe", [this.node_name],
+    subscribe = graph.add("KTABLE-FK-JOIN-SUBSCRIPTION-SEND", FK_SUBSCRIBE, [this.node_name],
                           foreign_key_extractor=extractor, parent_sends_old_values=True, **serdes)
     registrations = _repartition(graph, "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION", subscribe,
                                  other.key_serde, Serdes.bytes())
@@ -52,26 +54,26 @@ def foreign_key_join(this: "KTable", other: "KTable", joiner: Callable[[Any, Any
     subscriptions = f"{graph.next_name('KTABLE-FK-JOIN-SUBSCRIPTION')}-STATE-STORE"
     graph.add_store(StoreDef(subscriptions, "raw", logging=True, queryable=False, caching=False),
                     user_named=False, step="KTABLE-FK-JOIN")
-    receive = graph.add("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR", "fk_subscription_join",
+    receive = graph.add("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR", FK_SUBSCRIPTION_JOIN,
                         [registrations], stores=(subscriptions, right_store),
                         subscriptions=subscriptions, store=right_store, **serdes)
-    foreign = graph.add("KTABLE-FK-JOIN-FOREIGN-PROCESSOR", "fk_foreign_change", [other.node_name],
+    foreign = graph.add("KTABLE-FK-JOIN-FOREIGN-PROCESSOR", FK_FOREIGN_CHANGE, [other.node_name],
                         stores=(subscriptions,), subscriptions=subscriptions, **serdes)
     response_source = _repartition(graph, "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE", receive,
                                    Serdes.bytes(), Serdes.bytes())
-    response_topic = graph.nodes[response_source].params["topics"][0]
-    graph.add("KSTREAM-SINK", "repartition", [foreign], name=f"{foreign}-sink", topic=response_topic,
+    response_topic = graph.nodes[response_source].params.topics[0]
+    graph.add("KSTREAM-SINK", REPARTITION, [foreign], name=f"{foreign}-sink", topic=response_topic,
               key_serde=Serdes.bytes(), value_serde=Serdes.bytes(), num_partitions=None)
     # 3. keyed by the left key again: the left values' replica and the result table
     replica = materialize(graph, None, "KTABLE-FK-JOIN-LEFT-REPLICA", this.key_serde, this.value_serde)
-    graph.add("KTABLE-FK-JOIN-LEFT-REPLICA", "fk_left_replica", [left_values], stores=(replica,),
+    graph.add("KTABLE-FK-JOIN-LEFT-REPLICA", FK_LEFT_REPLICA, [left_values], stores=(replica,),
               store=replica)
-    response = graph.add("KTABLE-FK-JOIN-RESPONSE-PROCESSOR", "fk_response_join", [response_source],
+    response = graph.add("KTABLE-FK-JOIN-RESPONSE-PROCESSOR", FK_RESPONSE_JOIN, [response_source],
                          stores=(replica,), store=replica, joiner=joiner, **serdes)
     value_serde = materialized.value_serde if materialized else None
     key_serde = (materialized and materialized.key_serde) or this.key_serde
     result_store = materialize(graph, materialized, "KTABLE-FK-JOIN-OUTPUT", key_serde, value_serde)
-    node = graph.add("KTABLE-FK-JOIN-OUTPUT", "table_source", [response], name=name,
+    node = graph.add("KTABLE-FK-JOIN-OUTPUT", TABLE_SOURCE, [response], name=name,
                      stores=(result_store,), store=result_store)
     return KTable(graph, node, this.key_serde, value_serde, result_store,
                   queryable=bool(materialized and materialized.store_name))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from ..node_kinds import GLOBAL_JOIN, GLOBAL_SOURCE, GLOBAL_TABLE_SOURCE
 from ..serdes import Serde
 from ..topology import StoreDef, TopologyError
 from .graph import GraphBuilder
@@ -53,8 +54,8 @@ def add_global_table(graph: GraphBuilder, topic: str, consumed: Optional[Consume
     value_serde = (materialized and materialized.value_serde) or consumed.value_serde
     graph.add_store(StoreDef(store, "kv", key_serde, value_serde, logging=False, queryable=named,
                              caching=False, global_topic=topic), user_named=named, step="GLOBAL-TABLE")
-    source = graph.add("KSTREAM-SOURCE", "global_source", [], name=consumed.name, topics=[topic])
-    graph.add("KTABLE-SOURCE", "global_table_source", [source], stores=(store,), store=store)
+    source = graph.add("KSTREAM-SOURCE", GLOBAL_SOURCE, [], name=consumed.name, topics=[topic])
+    graph.add("KTABLE-SOURCE", GLOBAL_TABLE_SOURCE, [source], stores=(store,), store=store)
     return GlobalKTable(graph, topic, store, key_serde, value_serde, named)
 
 
@@ -68,7 +69,7 @@ def global_table_join(stream: "KStream", table: GlobalKTable, key_selector: Call
     if not callable(key_selector) or not callable(joiner):
         raise TopologyError("a join with a GlobalKTable takes (global_table, key_selector(k, v), "
                             "joiner(v, table_value))")
-    node = stream._graph.add("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", "global_join",
+    node = stream._graph.add("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", GLOBAL_JOIN,
                              [stream.node_name], global_store=table._store,
                              key_selector=key_selector, joiner=joiner, left=left)
     # the record keeps its key: the stream stays partitioned as it was

@@ -1,9 +1,9 @@
 """The mutable graph a ``StreamsBuilder`` grows; ``build()`` freezes it into a ``Topology``."""
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
-from ..node_kinds import NodeKind
+from ..node_kinds import REPARTITION, SOURCE, NodeKind
 from ..serdes import Serde
 from ..topology import Node, StoreDef, Topology, TopologyError
 
@@ -29,17 +29,18 @@ class GraphBuilder:
         self._index += 1
         return name
 
-    def add(self, prefix: str, kind: Union[NodeKind, str], parents: list[str], name: Optional[str] = None,
+    def add(self, prefix: str, kind: NodeKind, parents: list[str], name: Optional[str] = None,
             stores: tuple[str, ...] = (), numbered: bool = True, **params: Any) -> str:
-        """Add a node of ``kind`` (a spec or its name) and return its name. A node named
-        by the user takes a number too, unless not ``numbered`` (Kafka's ``process``)."""
-        kind = kind.name if isinstance(kind, NodeKind) else kind
+        """Add a node of ``kind`` with ``params`` (the fields of ``kind.params``) and return
+        its name. A node named by the user takes a number too, unless not ``numbered``
+        (Kafka's ``process``)."""
+        node_params = kind.params(**params)
         node_name = name or self.next_name(prefix)
         if name is not None and numbered:
             self._index += 1
         if node_name in self.nodes:
             raise TopologyError(f"a processor named {node_name!r} already exists")
-        self.nodes[node_name] = Node(node_name, kind, list(parents), params, stores)
+        self.nodes[node_name] = Node(node_name, kind.name, list(parents), node_params, stores)
         return node_name
 
     def add_store(self, store: StoreDef, user_named: bool, step: str) -> None:
@@ -67,11 +68,11 @@ class GraphBuilder:
         (nodes ``<base>-sink`` and ``<base>-source``; ``changes``: a table's old and new
         values); returns the source node. A name another repartition has is refused."""
         topic = f"{base}-repartition"
-        if any(n.spec.repartition and n.params["topic"] == topic for n in self.nodes.values()):
+        if any(n.spec.repartition and n.params.topic == topic for n in self.nodes.values()):
             raise TopologyError(f"repartition name {base!r} is used twice")
         both = dict(key_serde=key_serde, value_serde=value_serde, num_partitions=num_partitions, changes=changes)
-        self.add("KSTREAM-SINK", "repartition", [parent], name=f"{base}-sink", topic=topic, **both)
-        return self.add("KSTREAM-SOURCE", "source", [], name=f"{base}-source", topics=[topic], internal=True,
+        self.add("KSTREAM-SINK", REPARTITION, [parent], name=f"{base}-sink", topic=topic, **both)
+        return self.add("KSTREAM-SOURCE", SOURCE, [], name=f"{base}-source", topics=[topic], internal=True,
                         **both)
 
     def topic_store_name(self, topic: str) -> str:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from ..node_kinds import AGGREGATE, COUNT, TABLE_AGGREGATE, NodeKind
+from ..node_params import AggregateOp
 from ..serdes import Serde, Serdes
 from .graph import GraphBuilder, require_functions
 from .ktable import KTable, materialize
@@ -55,7 +57,7 @@ class _Grouped:
         """The node an aggregation into ``store`` reads (behind its repartition, if any)."""
         return self._node if self._repartition is None else self._repartition.node_for(store)
 
-    def _aggregate(self, prefix: str, kind: str, materialized: Optional[Materialized],
+    def _aggregate(self, prefix: str, kind: NodeKind, materialized: Optional[Materialized],
                    value_serde: Optional[Serde], **params: Any) -> KTable:
         key_serde = (materialized and materialized.key_serde) or self.key_serde
         value_serde = (materialized and materialized.value_serde) or value_serde
@@ -70,21 +72,21 @@ class KGroupedStream(_Grouped):
 
     def count(self, materialized: Optional[Materialized] = None) -> KTable:
         """Count records per key (values are ``int``, Long on the wire)."""
-        return self._aggregate("KSTREAM-AGGREGATE", "count", materialized, Serdes.long(),
-                               initializer=_count_init, aggregator=_count_add, op="count")
+        return self._aggregate("KSTREAM-AGGREGATE", COUNT, materialized, Serdes.long(),
+                               initializer=_count_init, aggregator=_count_add, op=AggregateOp.COUNT)
 
     def reduce(self, reducer: Callable[[Any, Any], Any], materialized: Optional[Materialized] = None) -> KTable:
         """Combine values per key with ``reducer(aggregate, value)``."""
         require_functions("reduce", reducer=reducer)
-        return self._aggregate("KSTREAM-REDUCE", "aggregate", materialized, self.value_serde,
-                               initializer=None, aggregator=reducer, op="reduce")
+        return self._aggregate("KSTREAM-REDUCE", AGGREGATE, materialized, self.value_serde,
+                               initializer=None, aggregator=reducer, op=AggregateOp.REDUCE)
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Optional[Materialized] = None) -> KTable:
         """Fold values per key: ``aggregator(key, value, aggregate)`` from ``initializer()``."""
         require_functions("aggregate", initializer=initializer, aggregator=aggregator)
-        return self._aggregate("KSTREAM-AGGREGATE", "aggregate", materialized, None,
-                               initializer=initializer, aggregator=aggregator, op="aggregate")
+        return self._aggregate("KSTREAM-AGGREGATE", AGGREGATE, materialized, None,
+                               initializer=initializer, aggregator=aggregator, op=AggregateOp.AGGREGATE)
 
 
     def windowed_by(self, windows: Any):
@@ -100,20 +102,20 @@ class KGroupedTable(_Grouped):
     group and add the new value to the new group (Kafka Streams' ``KGroupedTable``)."""
 
     def count(self, materialized: Optional[Materialized] = None) -> KTable:
-        return self._aggregate("KTABLE-AGGREGATE", "table_aggregate", materialized, Serdes.long(),
+        return self._aggregate("KTABLE-AGGREGATE", TABLE_AGGREGATE, materialized, Serdes.long(),
                                initializer=_count_init, adder=_count_add, subtractor=_count_sub,
-                               op="count")
+                               op=AggregateOp.COUNT)
 
     def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
                materialized: Optional[Materialized] = None) -> KTable:
         require_functions("reduce", adder=adder, subtractor=subtractor)
-        return self._aggregate("KTABLE-REDUCE", "table_aggregate", materialized, self.value_serde,
-                               initializer=None, adder=adder, subtractor=subtractor, op="reduce")
+        return self._aggregate("KTABLE-REDUCE", TABLE_AGGREGATE, materialized, self.value_serde,
+                               initializer=None, adder=adder, subtractor=subtractor, op=AggregateOp.REDUCE)
 
     def aggregate(self, initializer: Callable[[], Any], adder: Callable[[Any, Any, Any], Any],
                   subtractor: Callable[[Any, Any, Any], Any],
                   materialized: Optional[Materialized] = None) -> KTable:
         require_functions("aggregate", initializer=initializer, adder=adder, subtractor=subtractor)
-        return self._aggregate("KTABLE-AGGREGATE", "table_aggregate", materialized, None,
+        return self._aggregate("KTABLE-AGGREGATE", TABLE_AGGREGATE, materialized, None,
                                initializer=initializer, adder=adder, subtractor=subtractor,
-                               op="aggregate")
+                               op=AggregateOp.AGGREGATE)

@@ -3,6 +3,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional
 
+from ..node_kinds import (BRANCH, BRANCH_CHILD, COLUMN, FILTER, FLAT_MAP, FLAT_MAP_VALUES, FOREACH, MAP, MAP_VALUES,
+                          MERGE, PEEK, PROCESS, PROCESS_VALUES, SELECT_KEY, SINK, STREAM_TABLE_JOIN, TABLE_SOURCE,
+                          NodeKind)
+from ..node_params import ColumnOp
 from ..serdes import Serde
 from ..topology import TopologyError
 from .graph import GraphBuilder, require_functions
@@ -37,7 +41,7 @@ class KStream:
     def node_name(self) -> str:
         return self._node
 
-    def _then(self, prefix: str, kind: str, *, key_changed: bool = False, value_changed: bool = True,
+    def _then(self, prefix: str, kind: NodeKind, *, key_changed: bool = False, value_changed: bool = True,
               name: Optional[str] = None, **params: Any) -> "KStream":
         node = self._graph.add(prefix, kind, [self._node], name=name, **params)
         return KStream(self._graph, node,
@@ -45,10 +49,10 @@ class KStream:
                        None if value_changed else self.value_serde,
                        self._repartition_required or key_changed)
 
-    def _column(self, prefix: str, op: str, expr: Any, name: Optional[str], *,
+    def _column(self, prefix: str, op: ColumnOp, expr: Any, name: Optional[str], *,
                 key_changed: bool = False, value_changed: bool = True, negate: bool = False) -> "KStream":
         """A step written as a Spark ``Column`` over ``key``/``value``: runs in the JVM."""
-        return self._then(prefix, "column", key_changed=key_changed, value_changed=value_changed,
+        return self._then(prefix, COLUMN, key_changed=key_changed, value_changed=value_changed,
                           name=name, op=op, column=expr, negate=negate)
 
     # -- stateless ------------------------------------------------------------------------
@@ -57,68 +61,68 @@ class KStream:
         ``Column`` over ``key``/``value``, for which it is true in the JVM)."""
         require_functions("filter", predicate=predicate)
         if is_column(predicate):
-            return self._column("KSTREAM-FILTER", "filter", predicate, name, value_changed=False)
-        return self._then("KSTREAM-FILTER", "filter", value_changed=False, name=name,
+            return self._column("KSTREAM-FILTER", ColumnOp.FILTER, predicate, name, value_changed=False)
+        return self._then("KSTREAM-FILTER", FILTER, value_changed=False, name=name,
                           predicate=predicate, negate=False)
 
     def filter_not(self, predicate: Callable[[Any, Any], bool], name: Optional[str] = None) -> "KStream":
         """Drop records for which ``predicate(key, value)`` is true (or a ``Column`` is)."""
         require_functions("filter_not", predicate=predicate)
         if is_column(predicate):
-            return self._column("KSTREAM-FILTER", "filter", predicate, name, value_changed=False,
+            return self._column("KSTREAM-FILTER", ColumnOp.FILTER, predicate, name, value_changed=False,
                                 negate=True)
-        return self._then("KSTREAM-FILTER", "filter", value_changed=False, name=name,
+        return self._then("KSTREAM-FILTER", FILTER, value_changed=False, name=name,
                           predicate=predicate, negate=True)
 
     def map(self, mapper: Callable[[Any, Any], tuple], name: Optional[str] = None) -> "KStream":
         """Replace each record by ``mapper(key, value) -> (new_key, new_value)``."""
         require_functions("map", mapper=mapper)
-        return self._then("KSTREAM-MAP", "map", key_changed=True, name=name, mapper=mapper)
+        return self._then("KSTREAM-MAP", MAP, key_changed=True, name=name, mapper=mapper)
 
     def map_values(self, mapper: Callable[[Any], Any], name: Optional[str] = None) -> "KStream":
         """Replace each value by ``mapper(value)`` (or a ``Column``); the key is kept."""
         require_functions("map_values", mapper=mapper)
         if is_column(mapper):
-            return self._column("KSTREAM-MAPVALUES", "map_values", mapper, name)
-        return self._then("KSTREAM-MAPVALUES", "map_values", name=name, mapper=mapper)
+            return self._column("KSTREAM-MAPVALUES", ColumnOp.MAP_VALUES, mapper, name)
+        return self._then("KSTREAM-MAPVALUES", MAP_VALUES, name=name, mapper=mapper)
 
     def flat_map(self, mapper: Callable[[Any, Any], Iterable[tuple]], name: Optional[str] = None) -> "KStream":
         """Replace each record by zero or more ``(key, value)`` pairs."""
         require_functions("flat_map", mapper=mapper)
-        return self._then("KSTREAM-FLATMAP", "flat_map", key_changed=True, name=name, mapper=mapper)
+        return self._then("KSTREAM-FLATMAP", FLAT_MAP, key_changed=True, name=name, mapper=mapper)
 
     def flat_map_values(self, mapper: Callable[[Any], Iterable], name: Optional[str] = None) -> "KStream":
         """Replace each value by zero or more values (or the elements of an array
         ``Column``, e.g. ``F.split(F.col("value"), " ")``); the key is kept."""
         require_functions("flat_map_values", mapper=mapper)
         if is_column(mapper):
-            return self._column("KSTREAM-FLATMAPVALUES", "flat_map_values", mapper, name)
-        return self._then("KSTREAM-FLATMAPVALUES", "flat_map_values", name=name, mapper=mapper)
+            return self._column("KSTREAM-FLATMAPVALUES", ColumnOp.FLAT_MAP_VALUES, mapper, name)
+        return self._then("KSTREAM-FLATMAPVALUES", FLAT_MAP_VALUES, name=name, mapper=mapper)
 
     def select_key(self, mapper: Callable[[Any, Any], Any], name: Optional[str] = None) -> "KStream":
         """Set the key to ``mapper(key, value)`` (or a ``Column``)."""
         require_functions("select_key", mapper=mapper)
         if is_column(mapper):
-            return self._column("KSTREAM-KEY-SELECT", "select_key", mapper, name, key_changed=True,
+            return self._column("KSTREAM-KEY-SELECT", ColumnOp.SELECT_KEY, mapper, name, key_changed=True,
                                 value_changed=False)
-        return self._then("KSTREAM-KEY-SELECT", "select_key", key_changed=True, value_changed=False,
+        return self._then("KSTREAM-KEY-SELECT", SELECT_KEY, key_changed=True, value_changed=False,
                           name=name, mapper=mapper)
 
     def peek(self, action: Callable[[Any, Any], None], name: Optional[str] = None) -> "KStream":
         """Call ``action(key, value)`` for each record and pass it on unchanged."""
         require_functions("peek", action=action)
-        return self._then("KSTREAM-PEEK", "peek", value_changed=False, name=name, action=action)
+        return self._then("KSTREAM-PEEK", PEEK, value_changed=False, name=name, action=action)
 
     def foreach(self, action: Callable[[Any, Any], None], name: Optional[str] = None) -> None:
         """Call ``action(key, value)`` for each record (terminal)."""
         require_functions("foreach", action=action)
-        self._graph.add("KSTREAM-FOREACH", "foreach", [self._node], name=name, action=action)
+        self._graph.add("KSTREAM-FOREACH", FOREACH, [self._node], name=name, action=action)
 
     def merge(self, other: "KStream", name: Optional[str] = None) -> "KStream":
         """Interleave this stream with ``other``."""
         if other._graph is not self._graph:
             raise TopologyError("merge(): both streams must come from the same StreamsBuilder")
-        node = self._graph.add("KSTREAM-MERGE", "merge", [self._node, other._node], name=name)
+        node = self._graph.add("KSTREAM-MERGE", MERGE, [self._node, other._node], name=name)
         same = self.key_serde == other.key_serde and self.value_serde == other.value_serde
         return KStream(self._graph, node, self.key_serde if same else None,
                        self.value_serde if same else None,
@@ -145,24 +149,24 @@ class KStream:
         >>> builder = StreamsBuilder()
         >>> builder.stream("words").process(Length, named="length").to("lengths")
         """
-        return self._process("process", "KSTREAM-PROCESSOR", processor_supplier, store_names, named)
+        return self._process(PROCESS, "KSTREAM-PROCESSOR", processor_supplier, store_names, named)
 
     def process_values(self, processor_supplier: Any, *store_names: str,
                        named: Optional[str] = None) -> "KStream":
         """Like :meth:`process`, for a processor that may not change keys (Kafka's
         ``processValues``): it gets ``FixedKeyRecord`` s and may forward only records made
         from them, so no repartition follows it."""
-        return self._process("process_values", "KSTREAM-PROCESSVALUES", processor_supplier, store_names, named)
+        return self._process(PROCESS_VALUES, "KSTREAM-PROCESSVALUES", processor_supplier, store_names, named)
 
-    def _process(self, kind: str, prefix: str, supplier: Any, store_names: tuple,
+    def _process(self, kind: NodeKind, prefix: str, supplier: Any, store_names: tuple,
                  named: Optional[str]) -> "KStream":
         if supplier is None:
-            raise TypeError(f"{kind}(): processor_supplier can't be null")
+            raise TypeError(f"{kind.name}(): processor_supplier can't be null")
         if any(not isinstance(name, str) for name in store_names):
-            raise TypeError(f"{kind}(): store names must be strings, got {list(store_names)}")
+            raise TypeError(f"{kind.name}(): store names must be strings, got {list(store_names)}")
         from .builder import connect_supplier_stores
         stores = tuple(dict.fromkeys(store_names + connect_supplier_stores(self._graph, supplier)))
-        fixed_key = kind == "process_values"
+        fixed_key = kind is PROCESS_VALUES
         node = self._graph.add(prefix, kind, [self._node], name=named, stores=stores, numbered=False,
                                supplier=supplier)
         return KStream(self._graph, node, self.key_serde if fixed_key else None, None,
@@ -172,7 +176,7 @@ class KStream:
     def to(self, topic: str, produced: Optional[Produced] = None) -> None:
         """Write every record to ``topic``."""
         produced = produced or Produced()
-        self._graph.add("KSTREAM-SINK", "sink", [self._node], name=produced.name, topic=topic,
+        self._graph.add("KSTREAM-SINK", SINK, [self._node], name=produced.name, topic=topic,
                         key_serde=produced.key_serde or self.key_serde,
                         value_serde=produced.value_serde or self.value_serde,
                         partitioner=produced.partitioner)
@@ -198,7 +202,7 @@ class KStream:
         value_serde = (materialized and materialized.value_serde) or self.value_serde
         stream = self._repartition(None, key_serde, value_serde) if self._repartition_required else self
         store = materialize(self._graph, materialized, "KSTREAM-TOTABLE", key_serde, value_serde)
-        node = self._graph.add("KSTREAM-TOTABLE", "table_source", [stream._node], name=name,
+        node = self._graph.add("KSTREAM-TOTABLE", TABLE_SOURCE, [stream._node], name=name,
                                stores=(store,), store=store)
         return KTable(self._graph, node, key_serde, value_serde, store,
                       queryable=bool(materialized and materialized.store_name))
@@ -273,7 +277,7 @@ class KStream:
             from .versioned_join import versioned_join
             node = versioned_join(self._graph, stream, table, joiner, joined, left)
             return KStream(self._graph, node, stream.key_serde, None)
-        node = self._graph.add("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", "stream_table_join",
+        node = self._graph.add("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN", STREAM_TABLE_JOIN,
                                [stream._node], name=joined.name, stores=(store,), store=store,
                                joiner=joiner, left=left)
         return KStream(self._graph, node, stream.key_serde, None)
@@ -359,11 +363,11 @@ class BranchedKStream:
         if len(set(self._names)) != len(self._names):
             raise TopologyError(f"split(): branch names must be unique, got {self._names}")
         graph = self._stream._graph
-        split = graph.add("KSTREAM-BRANCH", "branch", [self._stream._node],
+        split = graph.add("KSTREAM-BRANCH", BRANCH, [self._stream._node],
                           predicates=list(self._predicates), with_default=with_default)
         result = {}
         for index, name in enumerate(self._names):
-            child = graph.add("KSTREAM-BRANCHCHILD", "branch_child", [split], index=index)
+            child = graph.add("KSTREAM-BRANCHCHILD", BRANCH_CHILD, [split], index=index)
             result[name] = KStream(graph, child, self._stream.key_serde, self._stream.value_serde,
                                    self._stream._repartition_required)
         return result

@@ -1,9 +1,11 @@
 """``KTable``: a changelog stream read as the latest value per key."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional
 
+from ..node_kinds import (SUPPRESS, TABLE_FILTER, TABLE_JOIN, TABLE_JOIN_MERGE, TABLE_MAP_VALUES, TABLE_SELECT,
+                          TO_STREAM, NodeKind)
 from ..serdes import Serde
 from ..topology import StoreDef, TopologyError
 from .graph import GraphBuilder, require_functions
@@ -70,7 +72,7 @@ class KTable:
     def node_name(self) -> str:
         return self._node
 
-    def _derive(self, prefix: str, kind: str, materialized: Optional[Materialized],
+    def _derive(self, prefix: str, kind: NodeKind, materialized: Optional[Materialized],
                 value_serde: Optional[Serde], name: Optional[str] = None, **params: Any) -> "KTable":
         store = None
         if materialized is not None:
@@ -86,28 +88,28 @@ class KTable:
         """Keep rows for which ``predicate(key, value)`` holds; an update that no longer
         matches becomes a delete downstream."""
         require_functions("filter", predicate=predicate)
-        return self._derive("KTABLE-FILTER", "table_filter", materialized, self.value_serde, name,
+        return self._derive("KTABLE-FILTER", TABLE_FILTER, materialized, self.value_serde, name,
                             predicate=predicate, negate=False)
 
     def filter_not(self, predicate: Callable[[Any, Any], bool], materialized: Optional[Materialized] = None,
                    name: Optional[str] = None) -> "KTable":
         """Drop rows for which ``predicate(key, value)`` holds."""
         require_functions("filter_not", predicate=predicate)
-        return self._derive("KTABLE-FILTER", "table_filter", materialized, self.value_serde, name,
+        return self._derive("KTABLE-FILTER", TABLE_FILTER, materialized, self.value_serde, name,
                             predicate=predicate, negate=True)
 
     def map_values(self, mapper: Callable[[Any], Any], materialized: Optional[Materialized] = None,
                    name: Optional[str] = None) -> "KTable":
         """Replace each value by ``mapper(value)``."""
         require_functions("map_values", mapper=mapper)
-        return self._derive("KTABLE-MAPVALUES", "table_map_values", materialized, None, name,
+        return self._derive("KTABLE-MAPVALUES", TABLE_MAP_VALUES, materialized, None, name,
                             mapper=mapper)
 
     def to_stream(self, mapper: Optional[Callable[[Any, Any], Any]] = None,
                   name: Optional[str] = None):
         """The table's updates as a stream (deletes as ``None`` values)."""
         from .kstream import KStream
-        node = self._graph.add("KTABLE-TOSTREAM", "to_stream", [self._node], name=name, mapper=mapper)
+        node = self._graph.add("KTABLE-TOSTREAM", TO_STREAM, [self._node], name=name, mapper=mapper)
         return KStream(self._graph, node, None if mapper else self.key_serde, self.value_serde,
                        repartition_required=mapper is not None)
 
@@ -145,7 +147,7 @@ class KTable:
         self._graph.add_store(StoreDef(store, "buffer", logging=True, queryable=False),
                               user_named=False, step="KTABLE-SUPPRESS")
         config = suppressed.buffer_config
-        node = self._graph.add("KTABLE-SUPPRESS", "suppress", [self._node], name=node_name,
+        node = self._graph.add("KTABLE-SUPPRESS", SUPPRESS, [self._node], name=node_name,
                                stores=(store,), store=store, grace_ms=wait, final=final,
                                max_records=config.record_limit, max_bytes=config.byte_limit,
                                emit_early=config.when_full == "emit_early",
@@ -158,8 +160,9 @@ class KTable:
         name = self._node
         while name is not None:
             node = self._graph.nodes[name]
-            if "windows" in node.params:
-                return node.params["windows"]
+            windows = getattr(node.params, "windows", None)
+            if windows is not None:
+                return windows
             name = node.parents[0] if len(node.parents) == 1 else None
         return None
 
@@ -169,7 +172,7 @@ class KTable:
         require_functions("group_by", selector=selector)
         from .grouped import GroupingRepartition, KGroupedTable
         grouped = grouped or Grouped()
-        select = self._graph.add("KTABLE-SELECT", "table_select", [self._node], selector=selector)
+        select = self._graph.add("KTABLE-SELECT", TABLE_SELECT, [self._node], selector=selector)
         repartition = GroupingRepartition(lambda base: self._graph.add_repartition(
             select, base, grouped.key_serde, grouped.value_serde, changes=True), grouped.name)
         return KGroupedTable(self._graph, select, grouped.key_serde, grouped.value_serde, repartition)
@@ -240,10 +243,10 @@ class KTable:
                                      "outer": ("KTABLE-OUTERTHIS", "KTABLE-OUTEROTHER")}[how]
         this_mode, other_mode = {"inner": ("inner", "inner"), "left": ("left", "right"),
                                  "outer": ("outer", "outer")}[how]
-        this_node = self._graph.add(this_prefix, "table_join", [self._node], stores=(other_store,),
+        this_node = self._graph.add(this_prefix, TABLE_JOIN, [self._node], stores=(other_store,),
                                     store=other_store, joiner=joiner, mode=this_mode,
                                     parent_sends_old_values=this_mode != "inner")
-        other_node = self._graph.add(other_prefix, "table_join", [other._node], stores=(this_store,),
+        other_node = self._graph.add(other_prefix, TABLE_JOIN, [other._node], stores=(this_store,),
                                      store=this_store, joiner=Reversed(joiner), mode=other_mode,
                                      parent_sends_old_values=other_mode == "outer")
         value_serde = materialized.value_serde if materialized else None
@@ -251,7 +254,7 @@ class KTable:
         if materialized is not None:
             key_serde = materialized.key_serde or self.key_serde
             store = materialize(self._graph, materialized, "KTABLE-MERGE", key_serde, value_serde)
-        node = self._graph.add("KTABLE-MERGE", "table_join_merge", [this_node, other_node], name=name,
+        node = self._graph.add("KTABLE-MERGE", TABLE_JOIN_MERGE, [this_node, other_node], name=name,
                                stores=(store,) if store else (), store=store)
         return KTable(self._graph, node, self.key_serde, value_serde, store,
                       queryable=bool(materialized and materialized.store_name), windowed=self._windowed)
@@ -271,7 +274,7 @@ class KTable:
         store = materialize(self._graph, None, node.name.rsplit("-", 1)[0], self.key_serde,
                             self.value_serde, owner=node.name)
         node.stores = (store,)
-        node.params["store"] = store
+        node.params = replace(node.params, store=store)
         self._store = store
         return store
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from ..node_kinds import JOIN_WINDOW, MERGE, STREAM_JOIN, STREAM_OUTER_JOIN
 from ..topology import StoreDef, TopologyError
 from ..windows import JoinWindows
 from .options import Joined
@@ -53,11 +54,11 @@ def stream_stream_join(this: "KStream", other: "KStream", joiner: Callable[[Any,
         outer_store = f"KSTREAM-OUTERSHARED-{this_join.rsplit('-', 1)[1]}-store"   # Kafka's name
         graph.add_store(StoreDef(outer_store, "join_outer", logging=True, queryable=False,
                                  caching=False), user_named=False, step="KSTREAM-OUTERSHARED")
-    graph.add("KSTREAM-WINDOWED", "join_window", [left._node], name=this_window,
+    graph.add("KSTREAM-WINDOWED", JOIN_WINDOW, [left._node], name=this_window,
               stores=(this_store,), store=this_store, retention_ms=windows.retention_ms)
-    graph.add("KSTREAM-WINDOWED", "join_window", [right._node], name=other_window,
+    graph.add("KSTREAM-WINDOWED", JOIN_WINDOW, [right._node], name=other_window,
               stores=(other_store,), store=other_store, retention_ms=windows.retention_ms)
-    kind = "stream_outer_join" if outer_store else "stream_join"
+    kind = STREAM_OUTER_JOIN if outer_store else STREAM_JOIN
     extra = (outer_store,) if outer_store else ()
     common = dict(before_ms=windows.before_ms, after_ms=windows.after_ms, grace_ms=windows.grace_ms,
                   retention_ms=windows.retention_ms, join=merge, outer_store=outer_store,
@@ -69,5 +70,5 @@ def stream_stream_join(this: "KStream", other: "KStream", joiner: Callable[[Any,
               stores=(this_store,) + extra, other_store=this_store, joiner=Reversed(joiner),
               left_side=False, outer=right_outer, value_serde=other_serde,
               other_value_serde=this_serde, **common)
-    graph.add("KSTREAM-MERGE", "merge", [this_join, other_join], name=merge)
+    graph.add("KSTREAM-MERGE", MERGE, [this_join, other_join], name=merge)
     return KStream(graph, merge, key_serde, None)

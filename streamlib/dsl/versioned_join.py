@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
+from ..node_kinds import MERGE, STREAM_TABLE_JOIN_UPDATE, STREAM_TABLE_JOIN_VERSIONED
 from ..topology import StoreDef, TopologyError
 from .graph import GraphBuilder
 from .options import Joined
@@ -51,8 +52,8 @@ def versioned_join(graph: GraphBuilder, stream: Any, table: Any, joiner: Callabl
                     user_named=False, step=prefix)
     _without_caching(graph, table.node_name)
     params = dict(versions=versions, buffer=buffer, joiner=joiner, left=left, grace_ms=grace)
-    stream_side = graph.add(prefix, "stream_table_join_versioned", [stream.node_name],
+    stream_side = graph.add(prefix, STREAM_TABLE_JOIN_VERSIONED, [stream.node_name],
                             name=joined.name, stores=(versions, buffer), **params)
-    table_side = graph.add("KTABLE-JOINUPDATES", "stream_table_join_update", [table.node_name],
+    table_side = graph.add("KTABLE-JOINUPDATES", STREAM_TABLE_JOIN_UPDATE, [table.node_name],
                            stores=(versions, buffer), **params)
-    return graph.add("KSTREAM-MERGE", "merge", [stream_side, table_side])
+    return graph.add("KSTREAM-MERGE", MERGE, [stream_side, table_side])

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from ..node_kinds import SESSION_AGGREGATE, SLIDING_AGGREGATE, WINDOW_AGGREGATE, NodeKind
+from ..node_params import AggregateOp
 from ..serdes import Serde, Serdes
 from ..topology import StoreDef, TopologyError
 from ..windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
@@ -100,7 +102,7 @@ class _WindowedStream:
         self._graph.add_store(store, user_named=named, step=self._prefix)
         return store, named
 
-    def _aggregate(self, kind: str, materialized: Optional[Materialized], value_serde: Optional[Serde],
+    def _aggregate(self, kind: NodeKind, materialized: Optional[Materialized], value_serde: Optional[Serde],
                    **params: Any) -> KTable:
         store, named = self._store_def(materialized, value_serde)
         node = self._graph.add(self._prefix, kind, [self._input(store.name)], stores=(store.name,),
@@ -156,27 +158,27 @@ class TimeWindowedKStream(_WindowedStream):
         kind = "time difference" if self._sliding else "size"
         return f"{kind}=[{self._window_size()}], grace=[{self.windows.grace_ms}]"
 
-    def _kind(self) -> str:
-        return "sliding_aggregate" if self._sliding else "window_aggregate"
+    def _kind(self) -> NodeKind:
+        return SLIDING_AGGREGATE if self._sliding else WINDOW_AGGREGATE
 
     def count(self, materialized: Optional[Materialized] = None) -> KTable:
         """Records per key and window (``None`` values count too, as in Kafka)."""
         return self._aggregate(self._kind(), materialized, Serdes.long(), initializer=_count_init,
-                               aggregator=_count_add, op="count")
+                               aggregator=_count_add, op=AggregateOp.COUNT)
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
                materialized: Optional[Materialized] = None) -> KTable:
         """Combine values per key and window with ``reducer(aggregate, value)``."""
         require_functions("reduce", reducer=reducer)
         return self._aggregate(self._kind(), materialized, self.value_serde, initializer=None,
-                               aggregator=_Reducer(reducer), op="reduce")
+                               aggregator=_Reducer(reducer), op=AggregateOp.REDUCE)
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Optional[Materialized] = None) -> KTable:
         """Fold values per key and window: ``aggregator(key, value, aggregate)``."""
         require_functions("aggregate", initializer=initializer, aggregator=aggregator)
         return self._aggregate(self._kind(), materialized, None, initializer=initializer,
-                               aggregator=aggregator, op="aggregate")
+                               aggregator=aggregator, op=AggregateOp.AGGREGATE)
 
 
 class SessionWindowedKStream(_WindowedStream):
@@ -197,15 +199,15 @@ class SessionWindowedKStream(_WindowedStream):
         return WindowedKeys(session=True)
 
     def count(self, materialized: Optional[Materialized] = None) -> KTable:
-        return self._aggregate("session_aggregate", materialized, Serdes.long(), initializer=_count_init,
-                               aggregator=_count_add, merger=_count_merge, op="count")
+        return self._aggregate(SESSION_AGGREGATE, materialized, Serdes.long(), initializer=_count_init,
+                               aggregator=_count_add, merger=_count_merge, op=AggregateOp.COUNT)
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
                materialized: Optional[Materialized] = None) -> KTable:
         require_functions("reduce", reducer=reducer)
         aggregate = _Reducer(reducer)
-        return self._aggregate("session_aggregate", materialized, self.value_serde, initializer=None,
-                               aggregator=aggregate, merger=_ReducerMerger(aggregate), op="reduce")
+        return self._aggregate(SESSION_AGGREGATE, materialized, self.value_serde, initializer=None,
+                               aggregator=aggregate, merger=_ReducerMerger(aggregate), op=AggregateOp.REDUCE)
 
     def aggregate(self, initializer: Callable[[], Any], aggregator: Callable[[Any, Any, Any], Any],
                   merger: Callable[[Any, Any, Any], Any],
@@ -213,8 +215,8 @@ class SessionWindowedKStream(_WindowedStream):
         """Fold values per key and session; ``merger(key, agg1, agg2)`` joins two
         sessions that a record brings within the inactivity gap of each other."""
         require_functions("aggregate", initializer=initializer, aggregator=aggregator, merger=merger)
-        return self._aggregate("session_aggregate", materialized, None, initializer=initializer,
-                               aggregator=aggregator, merger=merger, op="aggregate")
+        return self._aggregate(SESSION_AGGREGATE, materialized, None, initializer=initializer,
+                               aggregator=aggregator, merger=merger, op=AggregateOp.AGGREGATE)
 
 
 def windowed_by(graph: GraphBuilder, input_for: Callable[[str], str], key_serde: Optional[Serde],

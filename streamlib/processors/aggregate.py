@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..node_kinds import AGGREGATE, COUNT, TABLE_AGGREGATE
+from ..node_params import AggregateOp
 from ..serdes import Serde
 from ..serdes import payloads
 from .record import Change, Record
@@ -22,9 +23,9 @@ class StreamAggregateProcessor(StatefulProcessor):
     def init(self) -> None:
         super().init()
         params = self.node.params
-        self.initializer = params["initializer"]
-        self.aggregator = params["aggregator"]
-        self.reduce = params["op"] == "reduce"
+        self.initializer = params.initializer
+        self.aggregator = params.aggregator
+        self.reduce = params.op is AggregateOp.REDUCE
 
     def process(self, record: Record) -> None:
         if record.key is None or record.value is None:
@@ -116,10 +117,10 @@ class TableAggregateProcessor(StatefulProcessor):
     def init(self) -> None:
         super().init()
         params = self.node.params
-        self.initializer = params["initializer"]
-        self.adder = params["adder"]
-        self.subtractor = params["subtractor"]
-        self.reduce = params["op"] == "reduce"
+        self.initializer = params.initializer
+        self.adder = params.adder
+        self.subtractor = params.subtractor
+        self.reduce = params.op is AggregateOp.REDUCE
 
     def process(self, record: Record) -> None:
         if record.key is None:

@@ -63,10 +63,10 @@ class _FkProcessor(Processor):
 
     def init(self) -> None:
         params, config = self.node.params, self.context.config
-        self.key_serde = params.get("key_serde") or config.default_key_serde
-        self.value_serde = params.get("value_serde") or config.default_value_serde
-        self.fk_serde = params.get("fk_serde") or config.default_key_serde
-        self.left = params["left"]
+        self.key_serde = params.key_serde
+        self.value_serde = params.value_serde
+        self.fk_serde = params.fk_serde
+        self.left = params.left
 
 
 @processes(FK_LEFT_SEND)
@@ -85,7 +85,7 @@ class SubscribeProcessor(_FkProcessor):
 
     def init(self) -> None:
         super().init()
-        self.extractor = self.node.params["foreign_key_extractor"]
+        self.extractor = self.node.params.foreign_key_extractor
 
     def process(self, record: Record) -> None:
         if record.key is None:
@@ -145,9 +145,9 @@ class SubscriptionJoinProcessor(_FkProcessor):
 
     def init(self) -> None:
         super().init()
-        self.subscriptions = self.context.store(self.node.params["subscriptions"]).store
-        self.right = self.context.store(self.node.params["store"])
-        self.right_serde = self.node.params.get("right_value_serde") or self.context.config.default_value_serde
+        self.subscriptions = self.context.store(self.node.params.subscriptions).store
+        self.right = self.context.store(self.node.params.store)
+        self.right_serde = self.node.params.right_value_serde
 
     def process(self, record: Record) -> None:
         raw_instruction, digest, kb = _unpack(record.value)
@@ -182,8 +182,8 @@ class ForeignChangeProcessor(_FkProcessor):
 
     def init(self) -> None:
         super().init()
-        self.subscriptions = self.context.store(self.node.params["subscriptions"]).store
-        self.right_serde = self.node.params.get("right_value_serde") or self.context.config.default_value_serde
+        self.subscriptions = self.context.store(self.node.params.subscriptions).store
+        self.right_serde = self.node.params.right_value_serde
 
     def process(self, record: Record) -> None:
         if record.key is None:
@@ -202,7 +202,7 @@ class LeftReplicaProcessor(Processor):
     """Keep the left table's current values beside the responses (emits nothing)."""
 
     def init(self) -> None:
-        self.store = self.context.store(self.node.params["store"])
+        self.store = self.context.store(self.node.params.store)
 
     def process(self, record: Record) -> None:
         if record.key is not None:
@@ -217,9 +217,9 @@ class ResponseJoinProcessor(_FkProcessor):
 
     def init(self) -> None:
         super().init()
-        self.store = self.context.store(self.node.params["store"])
-        self.joiner = self.node.params["joiner"]
-        self.right_serde = self.node.params.get("right_value_serde") or self.context.config.default_value_serde
+        self.store = self.context.store(self.node.params.store)
+        self.joiner = self.node.params.joiner
+        self.right_serde = self.node.params.right_value_serde
 
     def process(self, record: Record) -> None:
         parts = _unpack(record.value)

@@ -19,10 +19,10 @@ class GlobalTableJoinProcessor(Processor):
 
     def init(self) -> None:
         params = self.node.params
-        self.table = self.context.store(params["global_store"])
-        self.key_selector = params["key_selector"]
-        self.joiner = params["joiner"]
-        self.left = params["left"]
+        self.table = self.context.store(params.global_store)
+        self.key_selector = params.key_selector
+        self.joiner = params.joiner
+        self.left = params.left
 
     def process(self, record: Record) -> None:
         key, value = record.key, record.value

@@ -31,10 +31,10 @@ class SourceProcessor(Processor):
 
     def init(self) -> None:
         config = self.context.config
-        self.key_serde: Serde = self.node.params.get("key_serde") or config.default_key_serde
-        self.value_serde: Serde = self.node.params.get("value_serde") or config.default_value_serde
-        self.extractor = self.node.params.get("timestamp_extractor")
-        self.changes = self.node.params.get("changes", False)
+        self.key_serde: Serde = self.node.params.key_serde
+        self.value_serde: Serde = self.node.params.value_serde
+        self.extractor = self.node.params.timestamp_extractor
+        self.changes = self.node.params.changes
         self.handler = config.deserialization_exception_handler
 
     def receive(self, topic: str, partition: int, offset: int, timestamp: int,
@@ -87,7 +87,7 @@ class SourceProcessor(Processor):
         from a user topic only when per-record processing would neither drop a record
         (timestamps all valid) nor send one to the deserialization handler (every key and
         value decodes and encodes back to the same bytes), so the outcome is the same."""
-        if self.node.params.get("internal"):
+        if self.node.params.internal:
             return True
         if self.key_serde.check_batch is None or self.value_serde.check_batch is None:
             return False   # a serde that cannot vouch for a batch: record by record
@@ -136,11 +136,11 @@ class SinkProcessor(Processor):
     def init(self) -> None:
         config = self.context.config
         params = self.node.params
-        self.topic = params["topic"]
-        self.key_serde: Serde = params.get("key_serde") or config.default_key_serde
-        self.value_serde: Serde = params.get("value_serde") or config.default_value_serde
-        self.partitioner = params.get("partitioner")
-        self.changes = params.get("changes", False)
+        self.topic = params.topic
+        self.key_serde: Serde = params.key_serde
+        self.value_serde: Serde = params.value_serde
+        self.partitioner = params.partitioner
+        self.changes = params.changes
 
     def process(self, record: Record) -> None:
         try:

@@ -55,9 +55,9 @@ class StreamTableJoinProcessor(Processor):
 
     def init(self) -> None:
         params = self.node.params
-        self.get = value_getter(self.context.store(params["store"]))
-        self.joiner = params["joiner"]
-        self.left = params["left"]
+        self.get = value_getter(self.context.store(params.store))
+        self.joiner = params.joiner
+        self.left = params.left
 
     def process(self, record: Record) -> None:
         key, value = record.key, record.value

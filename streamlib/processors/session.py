@@ -26,8 +26,8 @@ class SessionWindowAggregateProcessor(WindowedAggregateProcessor):
 
     def init(self) -> None:
         super().init()
-        self.windows = self.node.params["windows"]
-        self.merger = self.node.params["merger"]
+        self.windows = self.node.params.windows
+        self.merger = self.node.params.merger
         self.gap = self.windows.gap_ms
         self.close_offset_ms = self.windows.grace_ms + self.gap
 

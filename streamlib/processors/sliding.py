@@ -24,7 +24,7 @@ class SlidingWindowAggregateProcessor(WindowedAggregateProcessor):
 
     def init(self) -> None:
         super().init()
-        self.windows = self.node.params["windows"]
+        self.windows = self.node.params.windows
         self.diff = self.windows.time_difference_ms
         # a window [s, s + diff] accepts records while s + diff >= observed − grace
         self.close_offset_ms = self.windows.grace_ms

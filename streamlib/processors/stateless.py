@@ -11,8 +11,8 @@ from .registry import processes
 @processes(FILTER)
 class FilterProcessor(Processor):
     def init(self) -> None:
-        self.predicate = self.node.params["predicate"]
-        self.keep_when = not self.node.params["negate"]
+        self.predicate = self.node.params.predicate
+        self.keep_when = not self.node.params.negate
 
     def process(self, record: Record) -> None:
         if bool(self.predicate(record.key, record.value)) == self.keep_when:
@@ -22,7 +22,7 @@ class FilterProcessor(Processor):
 @processes(MAP)
 class MapProcessor(Processor):
     def init(self) -> None:
-        self.mapper = self.node.params["mapper"]
+        self.mapper = self.node.params.mapper
 
     def process(self, record: Record) -> None:
         key, value = self.mapper(record.key, record.value)
@@ -32,7 +32,7 @@ class MapProcessor(Processor):
 @processes(MAP_VALUES)
 class MapValuesProcessor(Processor):
     def init(self) -> None:
-        self.mapper = self.node.params["mapper"]
+        self.mapper = self.node.params.mapper
 
     def process(self, record: Record) -> None:
         self.forward(record.with_value(self.mapper(record.value)))
@@ -41,7 +41,7 @@ class MapValuesProcessor(Processor):
 @processes(FLAT_MAP)
 class FlatMapProcessor(Processor):
     def init(self) -> None:
-        self.mapper = self.node.params["mapper"]
+        self.mapper = self.node.params.mapper
 
     def process(self, record: Record) -> None:
         for key, value in self.mapper(record.key, record.value):
@@ -51,7 +51,7 @@ class FlatMapProcessor(Processor):
 @processes(FLAT_MAP_VALUES)
 class FlatMapValuesProcessor(Processor):
     def init(self) -> None:
-        self.mapper = self.node.params["mapper"]
+        self.mapper = self.node.params.mapper
 
     def process(self, record: Record) -> None:
         for value in self.mapper(record.value):
@@ -61,7 +61,7 @@ class FlatMapValuesProcessor(Processor):
 @processes(SELECT_KEY)
 class SelectKeyProcessor(Processor):
     def init(self) -> None:
-        self.mapper = self.node.params["mapper"]
+        self.mapper = self.node.params.mapper
 
     def process(self, record: Record) -> None:
         self.forward(record.with_(self.mapper(record.key, record.value), record.value))
@@ -70,7 +70,7 @@ class SelectKeyProcessor(Processor):
 @processes(PEEK)
 class PeekProcessor(Processor):
     def init(self) -> None:
-        self.action = self.node.params["action"]
+        self.action = self.node.params.action
 
     def process(self, record: Record) -> None:
         self.action(record.key, record.value)
@@ -90,9 +90,9 @@ class BranchProcessor(Processor):
     """Send each record to the first branch whose predicate matches (else the default)."""
 
     def init(self) -> None:
-        self.predicates = self.node.params["predicates"]
-        self.with_default = self.node.params["with_default"]
-        self.children.sort(key=lambda child: child.node.params["index"])
+        self.predicates = self.node.params.predicates
+        self.with_default = self.node.params.with_default
+        self.children.sort(key=lambda child: child.node.params.index)
 
     def process(self, record: Record) -> None:
         for index, predicate in enumerate(self.predicates):
@@ -108,7 +108,7 @@ class ToStreamProcessor(Processor):
     """Table changes become plain records (the new value; ``None`` for a delete)."""
 
     def init(self) -> None:
-        self.mapper = self.node.params.get("mapper")
+        self.mapper = self.node.params.mapper
 
     def process(self, record: Record) -> None:
         value = record.value.new if isinstance(record.value, Change) else record.value

@@ -33,9 +33,9 @@ class JoinWindowProcessor(Processor):
 
     def init(self) -> None:
         params = self.node.params
-        self.store = self.context.store(params["store"])
-        self.retention_ms = params["retention_ms"]
-        self._time_key = f"{params['store']}.observed_time"
+        self.store = self.context.store(params.store)
+        self.retention_ms = params.retention_ms
+        self._time_key = f"{params.store}.observed_time"
 
     def process(self, record: Record) -> None:
         self.forward(record)
@@ -62,25 +62,25 @@ class StreamJoinProcessor(Processor):
     def init(self) -> None:
         params = self.node.params
         context = self.context
-        self.other = context.store(params["other_store"])
-        self.other_retention_ms = params["retention_ms"]
-        self._other_time_key = f"{params['other_store']}.observed_time"
-        self.joiner = params["joiner"]
-        self.left_side = params["left_side"]
-        self.outer = params["outer"]
-        self.before_ms, self.after_ms = params["before_ms"], params["after_ms"]
+        self.other = context.store(params.other_store)
+        self.other_retention_ms = params.retention_ms
+        self._other_time_key = f"{params.other_store}.observed_time"
+        self.joiner = params.joiner
+        self.left_side = params.left_side
+        self.outer = params.outer
+        self.before_ms, self.after_ms = params.before_ms, params.after_ms
         if not self.left_side:   # the right side looks the other way
             self.before_ms, self.after_ms = self.after_ms, self.before_ms
-        self.windows_before_ms, self.windows_after_ms = params["before_ms"], params["after_ms"]
-        self.grace_ms = params["grace_ms"]
-        self._time_key = f"{params['join']}.stream_time"
-        self._min_key = f"{params['join']}.min_time"
-        outer_store = params.get("outer_store")
+        self.windows_before_ms, self.windows_after_ms = params.before_ms, params.after_ms
+        self.grace_ms = params.grace_ms
+        self._time_key = f"{params.join}.stream_time"
+        self._min_key = f"{params.join}.min_time"
+        outer_store = params.outer_store
         self.buffer = context.store(outer_store) if outer_store else None
         config = context.config
-        self.key_serde = params.get("key_serde") or config.default_key_serde
-        self.this_serde = params.get("value_serde") or config.default_value_serde
-        self.other_serde = params.get("other_value_serde") or config.default_value_serde
+        self.key_serde = params.key_serde
+        self.this_serde = params.value_serde
+        self.other_serde = params.other_value_serde
 
     # -- shared time ---------------------------------------------------------------------
     @property

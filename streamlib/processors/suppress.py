@@ -40,20 +40,20 @@ class SuppressProcessor(Processor):
 
     def init(self) -> None:
         params = self.node.params
-        self.buffer: TimeOrderedBuffer = self.context.store(params["store"])
-        self.grace_ms = params["grace_ms"]
-        self.final = params.get("final", True)
+        self.buffer: TimeOrderedBuffer = self.context.store(params.store)
+        self.grace_ms = params.grace_ms
+        self.final = params.final
         self.buffer.keyed = not self.final
-        self.max_records = params.get("max_records")
-        self.max_bytes = params.get("max_bytes")
-        self.emit_early = params.get("emit_early", False)
+        self.max_records = params.max_records
+        self.max_bytes = params.max_bytes
+        self.emit_early = params.emit_early
         self.bounded = self.max_records is not None or self.max_bytes is not None
         config = self.context.config
-        key_serde = params["key_serde"] or config.default_key_serde
-        windowed = params.get("windowed_keys")
+        key_serde = params.key_serde
+        windowed = params.windowed_keys
         # windowed keys buffered in Kafka's windowed wire format, so ties order as in Kafka
         self.key_serde = windowed.serde(key_serde) if windowed is not None else key_serde
-        self.value_serde = params["value_serde"] or config.default_value_serde
+        self.value_serde = params.value_serde
         self._time_key = f"{self.name}.observed_time"
         self._records_key, self._bytes_key = f"{self.name}.records", f"{self.name}.bytes"
         self.observed_time = self.context.get_long(self._time_key)

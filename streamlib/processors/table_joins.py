@@ -34,9 +34,9 @@ class TableJoinProcessor(Processor):
 
     def init(self) -> None:
         params = self.node.params
-        self.get = value_getter(self.context.store(params["store"]))
-        self.joiner = params["joiner"]
-        self.mode = params["mode"]
+        self.get = value_getter(self.context.store(params.store))
+        self.joiner = params.joiner
+        self.mode = params.mode
 
     def process(self, record: Record) -> None:
         if record.key is None:

@@ -78,7 +78,7 @@ class StatefulProcessor(Processor):
     """A processor with a timestamped store (optional for derived tables) and an emitter."""
 
     def init(self) -> None:
-        store = self.node.params.get("store")
+        store = self.node.params.store
         self.store = self.context.store(store) if store else None
         self.emitter = TableEmitter(self, self.caching and self.store is not None)
 
@@ -132,8 +132,8 @@ class TableFilterProcessor(_DerivedTableProcessor):
 
     def init(self) -> None:
         super().init()
-        self.predicate = self.node.params["predicate"]
-        self.keep_when = not self.node.params["negate"]
+        self.predicate = self.node.params.predicate
+        self.keep_when = not self.node.params.negate
 
     def derive(self, key: Any, value: Any) -> Optional[Any]:
         return value if bool(self.predicate(key, value)) == self.keep_when else None
@@ -146,7 +146,7 @@ class TableFilterProcessor(_DerivedTableProcessor):
 class TableMapValuesProcessor(_DerivedTableProcessor):
     def init(self) -> None:
         super().init()
-        self.mapper = self.node.params["mapper"]
+        self.mapper = self.node.params.mapper
 
     def derive(self, key: Any, value: Any) -> Any:
         return self.mapper(value)
@@ -158,7 +158,7 @@ class TableSelectProcessor(Processor):
     new group (one change when the group is unchanged), like ``KTableRepartitionMap``."""
 
     def init(self) -> None:
-        self.selector = self.node.params["selector"]
+        self.selector = self.node.params.selector
 
     def process(self, record: Record) -> None:
         change: Change = record.value

@@ -126,7 +126,7 @@ class UserProcessorNode(Processor):
         self._stores = {}
         self._timers = []
         self._user_context = UserProcessorContext(self)
-        self.user = make_processor(self.node.params["supplier"], self.name)
+        self.user = make_processor(self.node.params.supplier, self.name)
         self._initializing = True
         try:
             self._call(lambda: self.user.init(self._user_context), None, "init")
@@ -141,7 +141,7 @@ class UserProcessorNode(Processor):
         stream_time = self.context.stream_time
         for name in self.node.stores:
             typed = self.context.stores[name]
-            retention = self.node.params["retention"].get(name, 0)
+            retention = self.node.params.retention.get(name, 0)
             if retention and stream_time >= 0:
                 typed.expire(stream_time - retention + 1, stream_time)
             elif hasattr(typed, "history_ms"):
@@ -222,7 +222,7 @@ class UserProcessorNode(Processor):
                                   f"process(supplier, {name!r}) (its stores: {list(self.node.stores)})",
                                   self.current, self.name)
         typed = self.context.stores[name]
-        kind = self.node.params["store_kinds"][name]
+        kind = self.node.params.store_kinds[name]
         store = self._stores[name] = USER_STORES[kind](typed, self._write_time)
         return store
 

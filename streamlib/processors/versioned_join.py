@@ -47,12 +47,12 @@ class _VersionedJoin(Processor):
 
     def init(self) -> None:
         params = self.node.params
-        self.versions: VersionedKeyValueStore = self.context.store(params["versions"])
-        self.buffer: StreamBuffer = self.context.store(params["buffer"])
-        self.joiner = params["joiner"]
-        self.left = params["left"]
-        self.grace_ms = params["grace_ms"]
-        self._time_key = f"{params['buffer']}.stream_time"
+        self.versions: VersionedKeyValueStore = self.context.store(params.versions)
+        self.buffer: StreamBuffer = self.context.store(params.buffer)
+        self.joiner = params.joiner
+        self.left = params.left
+        self.grace_ms = params.grace_ms
+        self._time_key = f"{params.buffer}.stream_time"
 
     @property
     def stream_time(self) -> int:

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..node_kinds import WINDOW_AGGREGATE
+from ..node_params import AggregateOp
 from ..windows import Windowed
 from .base import Processor
 from .record import Change, Record
@@ -36,11 +37,11 @@ class WindowedAggregateProcessor(Processor):
 
     def init(self) -> None:
         params = self.node.params
-        self.store = self.context.store(params["store"])
-        self.initializer = params["initializer"]
-        self.aggregator = params["aggregator"]
-        self.emit_final = params.get("emit_final", False)
-        self.retention_ms = params["retention_ms"]
+        self.store = self.context.store(params.store)
+        self.initializer = params.initializer
+        self.aggregator = params.aggregator
+        self.emit_final = params.emit_final
+        self.retention_ms = params.retention_ms
         self.emitter = TableEmitter(self, self.caching and not self.emit_final)
         self._time_key = f"{self.name}.observed_time"
         self._emit_key = f"{self.name}.last_emit_close_time"
@@ -133,7 +134,7 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
 
     def init(self) -> None:
         super().init()
-        self.windows = self.node.params["windows"]
+        self.windows = self.node.params.windows
         self.close_offset_ms = self.windows.grace_ms
 
     def process(self, record: Record) -> None:
@@ -168,7 +169,7 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
         the commit, so what it emits follows from each window's record count, largest
         timestamp and last record (under ``on_window_close`` finals are forwarded
         between records, and it does not); its input keys must be in the store's serde."""
-        return (self.node.params.get("op") == "count" and self.emitter.caching
+        return (self.node.params.op is AggregateOp.COUNT and self.emitter.caching
                 and self.store.key_serde == key_serde)
 
     def process_batch(self, rows: pa.Table, topic: str) -> None:

@@ -58,6 +58,7 @@ class Task:
 
     def __init__(self, topology: Topology, sub: SubTopology, partition: int, config: StreamsConfig,
                  topic_partitions: Callable[[str], int] = lambda topic: 1):
+        topology = topology.resolve(config)  # ``self`` when the application resolved it already
         self.topology = topology
         self.sub = sub
         self.partition = partition
@@ -67,7 +68,7 @@ class Task:
         self.processors: dict[str, Processor] = build_processors(topology, sub, self.context)
         self.sources: dict[str, SourceProcessor] = {
             topic: proc for proc in self.processors.values() if isinstance(proc, SourceProcessor)
-            for topic in proc.node.params["topics"]}
+            for topic in proc.node.params.topics}
         self._stores: Any = None
         self._views: list[TypedStore] = []
         #: replicas of the global tables this task joins (store name -> byte store),
@@ -131,7 +132,7 @@ class Task:
         if reader is not None:
             source, child = (self.processors[node.name] for node in reader)
             if child.takes_batches(source.key_serde):
-                self._batch_child = (source.node.params["topics"][0], source, child)
+                self._batch_child = (source.node.params.topics[0], source, child)
         # Fused only while no stream-time timer could be due between two records.
         self._fused = (FusedChain.of(self.processors, context)
                        if context.timers.next_stream_due == float("inf") else None)

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from streamlib.config import StreamsConfig
 from streamlib.node_kinds import COLUMN, MERGE
+from streamlib.node_params import ColumnOp, NoParams
 from streamlib.serdes import Serde
 from streamlib.spark.exprs import once, with_columns
 from streamlib.spark.lowerings import apply_column_step, column_step, is_column_step
@@ -45,10 +46,10 @@ def column_chains(topology: Topology, config: StreamsConfig) -> dict[str, Column
     chains: dict[str, ColumnChain] = {}
     placed: set[str] = set()
     for node in topology:
-        if not node.spec.source or node.params.get("internal"):
+        if not node.spec.source or node.params.internal:
             continue
-        key_serde = node.params.get("key_serde") or config.default_key_serde
-        value_serde = node.params.get("value_serde") or config.default_value_serde
+        key_serde = node.params.key_serde
+        value_serde = node.params.value_serde
         steps: list[str] = []
         current = node.name
         while True:
@@ -59,9 +60,9 @@ def column_chains(topology: Topology, config: StreamsConfig) -> dict[str, Column
             if not steps:
                 _check_serdes(step, key_serde, value_serde)
             steps.append(step.name)
-            if step.params["op"] == "select_key":
+            if step.params.op is ColumnOp.SELECT_KEY:
                 key_serde = config.default_key_serde
-            elif step.params["op"] in ("map_values", "flat_map_values"):
+            elif step.params.op in (ColumnOp.MAP_VALUES, ColumnOp.FLAT_MAP_VALUES):
                 value_serde = config.default_value_serde
             current = step.name
         if steps:
@@ -93,10 +94,10 @@ def without_columns(topology: Topology, chains: dict[str, ColumnChain]) -> Topol
     nodes = {}
     for name, node in topology.nodes.items():
         if is_column_step(node):
-            node = Node(node.name, MERGE.name, list(node.parents), {}, node.stores)
+            node = Node(node.name, MERGE.name, list(node.parents), NoParams(), node.stores)
         elif name in chains:
-            params = dict(node.params, key_serde=chains[name].key_serde,
-                          value_serde=chains[name].value_serde)
+            params = replace(node.params, key_serde=chains[name].key_serde,
+                             value_serde=chains[name].value_serde)
             node = replace(node, params=params)
         nodes[name] = node
     return Topology(nodes, dict(topology.stores))
@@ -106,8 +107,8 @@ def apply_chain(rows: DataFrame, chain: ColumnChain, topology: Topology,
                 config: StreamsConfig) -> DataFrame:
     """Source rows -> the chain's output rows, same columns, key/value encoded."""
     source = topology.nodes[chain.source].params
-    key_serde = source.get("key_serde") or config.default_key_serde
-    value_serde = source.get("value_serde") or config.default_value_serde
+    key_serde = source.key_serde
+    value_serde = source.value_serde
     df = with_columns(rows, ("decode", key_serde.name, value_serde.name), lambda: {
         "key": _decode("key", key_serde), "value": _decode("value", value_serde)})
     for name in chain.steps:
@@ -118,15 +119,15 @@ def apply_chain(rows: DataFrame, chain: ColumnChain, topology: Topology,
 
 @column_step(COLUMN)
 def _apply(df: DataFrame, node: Node) -> DataFrame:
-    expr: Column = node.params["column"]
-    op = node.params["op"]
-    if op == "filter":
-        return df.where(_built_from(expr, (op, node.params["negate"]), lambda: _keep(expr, node.params["negate"])))
-    if op == "map_values":
+    expr: Column = node.params.column
+    op = node.params.op
+    if op is ColumnOp.FILTER:
+        return df.where(_built_from(expr, (op, node.params.negate), lambda: _keep(expr, node.params.negate)))
+    if op is ColumnOp.MAP_VALUES:
         return df.withColumn("value", expr)
-    if op == "select_key":
+    if op is ColumnOp.SELECT_KEY:
         return df.withColumn("key", expr)
-    if op == "flat_map_values":
+    if op is ColumnOp.FLAT_MAP_VALUES:
         # In place of the value, columns in their order: one call, not a select per
         # column name and another to restore the order (~15 ms a batch).
         exploded = _built_from(expr, op, lambda: F.explode(expr))
@@ -179,10 +180,10 @@ def chain_feeds_only(topology: Topology, chain: ColumnChain, config: StreamsConf
         child = topology.nodes[child_name]
         if not child.spec.repartition:
             return None
-        key_serde = child.params.get("key_serde") or config.default_key_serde
-        value_serde = child.params.get("value_serde") or config.default_value_serde
+        key_serde = child.params.key_serde
+        value_serde = child.params.value_serde
         if (key_serde, value_serde) != (chain.key_serde, chain.value_serde):
             return None
-        topics.append(child.params["topic"])
+        topics.append(child.params.topic)
     return topics or None
 

@@ -81,7 +81,7 @@ class BatchPlan:
     def __init__(self, spark: SparkSession, topology: Topology, config: StreamsConfig,
                  backend: Optional[BackendSpec], input_partitions: int, excluded_rules: Optional[str] = None):
         self.spark = spark
-        self.topology = topology
+        self.topology = topology = topology.resolve(config)  # ``self`` when the app resolved it
         self.config = config
         self.backend = backend
         self.num_partitions = config.num_partitions or input_partitions
@@ -262,7 +262,7 @@ class BatchPlan:
     def _source_rows(self, source: DataFrame, node_name: str) -> DataFrame:
         """The batch's rows of one source node, through its Column chain if it has one."""
         node = self.topology.nodes[node_name]
-        topics = tuple(node.params["topics"])
+        topics = tuple(node.params.topics)
         # (the source reads the application's topics: all of them are this node's, often)
         rows = source if set(topics) == set(self.topology.source_topics()) else \
             source.where(once(("topic in", topics), lambda: F.col("topic").isin(list(topics))))

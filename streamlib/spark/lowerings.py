@@ -70,9 +70,15 @@ def stage_batch_input(topology: Topology, sub: SubTopology,
                       config: StreamsConfig) -> Optional[BatchInput]:
     """The batch lowering of the step that alone reads ``sub``'s repartition input, if
     its kind has one and it applies; else None (the input is shuffled by key)."""
+    topology = topology.resolve(config)
     reader = topology.batch_reader(sub)
-    if reader is None or not reader[0].params.get("internal"):
+    if reader is None or not reader[0].params.internal:
         return None   # rows of a user topic must pass its serdes and handler one by one
     source, step = reader
     lower = BATCH_LOWERINGS.get(step.spec)
     return lower(topology, source, step, config) if lower is not None else None
+
+
+# The built-in lowerings, loaded here, the registry's one import point: a reader of
+# COLUMN_STEPS or BATCH_LOWERINGS sees them all whichever module imported this first.
+from streamlib.spark import columns as _columns, preaggregate as _preaggregate  # noqa: E402,F401

@@ -80,6 +80,7 @@ class PlannedStage:
 class PlanContext:
     """What rules may look at besides the plan."""
 
+    #: resolved for ``config`` (:meth:`Topology.resolve`) by :func:`plan_batch`
     topology: Topology
     config: StreamsConfig
     #: the topics' backend (None: planned without one, e.g. in a doctest)
@@ -134,7 +135,7 @@ def stage_order(topology: Topology) -> list[SubTopology]:
         for name in sub.nodes:
             node = topology.nodes[name]
             if node.spec.repartition:
-                writer_of[node.params["topic"]] = sub.id
+                writer_of[node.params.topic] = sub.id
     ordered: list[SubTopology] = []
     state: dict[int, str] = {}
 
@@ -158,20 +159,20 @@ def partitions_of(topology: Topology, sub: SubTopology, default: int) -> int:
     """A stage's task count: its source's ``num_partitions`` if set, else ``default``."""
     for name in sub.nodes:
         node = topology.nodes[name]
-        if node.spec.source and node.params.get("num_partitions"):
-            return node.params["num_partitions"]
+        if node.spec.source and node.params.num_partitions:
+            return node.params.num_partitions
     return default
 
 
 def writes_of(topology: Topology, sub: SubTopology) -> frozenset[str]:
-    return frozenset(topology.nodes[n].params["topic"] for n in sub.nodes
+    return frozenset(topology.nodes[n].params.topic for n in sub.nodes
                      if topology.nodes[n].spec.repartition)
 
 
 def user_sources(topology: Topology, sub: SubTopology) -> list[str]:
     """The source nodes of ``sub`` that read the application's own topics."""
     return [name for name in sub.nodes if topology.nodes[name].spec.source
-            and not topology.nodes[name].params.get("internal")]
+            and not topology.nodes[name].params.internal]
 
 
 def plain_plan(ctx: PlanContext) -> PhysicalPlan:
@@ -179,7 +180,7 @@ def plain_plan(ctx: PlanContext) -> PhysicalPlan:
     no Python form, so Spark runs it in the JVM in every plan)."""
     from streamlib.spark.columns import column_chains
 
-    topology = ctx.topology
+    topology = ctx.topology.resolve(ctx.config)
     subs = stage_order(topology)
     writes = {sub.id: writes_of(topology, sub) for sub in subs}
     stages = []
@@ -197,6 +198,7 @@ def plan_batch(ctx: PlanContext, excluded: str = "") -> PhysicalPlan:
     """The plain plan rewritten by every rule not ``excluded`` (see the module doc)."""
     from streamlib.spark.rules import rules_except
 
+    ctx = replace(ctx, topology=ctx.topology.resolve(ctx.config))   # (itself when resolved)
     plan = plain_plan(ctx)
     for rule in rules_except(excluded):
         if rule.applies(plan, ctx):

@@ -61,13 +61,13 @@ def count_lowering(topology: Topology, source: Node, count: Node,
     record. Windowed counts are other node kinds, so never come here."""
     if not config.caching:
         return None
-    store = topology.stores[count.params["store"]]
+    store = topology.stores[count.params.store]
     if not store.caching:
         return None
-    source_key = source.params.get("key_serde") or config.default_key_serde
-    if (store.key_serde or config.default_key_serde) != source_key:
+    source_key = source.params.key_serde
+    if store.key_serde != source_key:
         return None
-    return PreAggregate(source.params["topics"][0])
+    return PreAggregate(source.params.topics[0])
 
 
 def preaggregate(rows: DataFrame, topic: str, combined: bool = False) -> DataFrame:

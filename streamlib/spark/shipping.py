@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 from streamlib.spark import internals
 
+from streamlib.node_params import param_values
 from streamlib.topology import Topology
 
 _INSTALLED = tuple({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
@@ -32,7 +33,7 @@ def ship_user_modules(topology: Topology) -> list[str]:
     returns their names."""
     shipped = []
     for node in topology:
-        for value in node.params.values():
+        for value in param_values(node.params):
             for fn in _functions(value):
                 name = getattr(fn, "__module__", None)
                 module = sys.modules.get(name or "")

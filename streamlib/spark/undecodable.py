@@ -45,8 +45,8 @@ _FAILURE = f"{DeserializationFailure.__module__}.{DeserializationFailure.__name_
 def _decodable_columns(node: Node, config: StreamsConfig) -> list[str]:
     """The columns the source decodes as ``string()``, which must be valid UTF-8."""
     return [column for column, serde in (
-        ("key", node.params.get("key_serde") or config.default_key_serde),
-        ("value", node.params.get("value_serde") or config.default_value_serde))
+        ("key", node.params.key_serde),
+        ("value", node.params.value_serde))
         if serde.name == "string()"]
 
 

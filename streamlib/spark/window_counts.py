@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 
 from streamlib.config import StreamsConfig
 from streamlib.node_kinds import WINDOW_AGGREGATE
+from streamlib.node_params import AggregateOp
 from streamlib.serdes import Serde
 from streamlib.spark import pickled
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, constant_int32, constant_string, source_batches
@@ -86,6 +87,7 @@ def window_count_inputs(topology: Topology, config: StreamsConfig,
     with the store's key serde and serdes that can vouch for whole columns (the
     conditions of ``TimeWindowAggregateProcessor.takes_batches`` and the source's
     ``takes_table``). ``tasks_of``: each sub-topology's task count."""
+    topology = topology.resolve(config)
     readers: dict[str, int] = {}
     for sub in topology.subtopologies:
         for topic in sub.input_topics:
@@ -105,17 +107,17 @@ def _window_count_input(topology: Topology, config: StreamsConfig, sub: SubTopol
         return None
     source, count = reader
     params = count.params
-    if (source.params.get("internal") or count.spec is not WINDOW_AGGREGATE or params.get("op") != "count"
-            or params.get("emit_final") or not config.caching):
+    if (source.params.internal or count.spec is not WINDOW_AGGREGATE or params.op is not AggregateOp.COUNT
+            or params.emit_final or not config.caching):
         return None
-    store = topology.stores[params["store"]]
-    key_serde = source.params.get("key_serde") or config.default_key_serde
-    value_serde = source.params.get("value_serde") or config.default_value_serde
-    if not store.caching or (store.key_serde or config.default_key_serde) != key_serde:
+    store = topology.stores[params.store]
+    key_serde = source.params.key_serde
+    value_serde = source.params.value_serde
+    if not store.caching or store.key_serde != key_serde:
         return None
     if key_serde.check_batch is None or value_serde.check_batch is None:
         return None
-    return WindowCountInput(source.params["topics"][0], tasks, params["windows"], key_serde, value_serde)
+    return WindowCountInput(source.params.topics[0], tasks, params.windows, key_serde, value_serde)
 
 
 def aggregate_range(chunks: Iterator[pa.Table], topic: str, partition: int,

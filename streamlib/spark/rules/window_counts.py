@@ -27,7 +27,7 @@ class WindowCountPreAggregation:
         plan = replace(plan, window_counts=inputs)
         for stage in plan.stages:
             topics = {t for name in user_sources(ctx.topology, stage.sub)
-                      for t in ctx.topology.nodes[name].params["topics"]}
+                      for t in ctx.topology.nodes[name].params.topics}
             if topics and topics <= set(inputs):
                 plan = plan.with_stage(replace(stage, encoding=InputEncoding.WINDOW_COUNTS))
         return plan
