@@ -15,6 +15,7 @@ from .config import StreamsConfig
 from .spark.query_errors import translate
 from .instance import ApplicationLock
 from .preflight import check_before_spark, prepare_changelogs, require_input_topics
+from .processors.drops import add_drops
 from .progress import Progress
 from .runtime.batches import data_pass, time_pass
 from .state.cache import release_everywhere
@@ -70,6 +71,7 @@ class Streams:
         self._stopping = False
         self._plan = None
         self._totals: dict[str, int] = defaultdict(int)
+        self._drops: dict[str, dict[str, int]] = {}   # reason -> node -> records dropped
         self._tasks: dict[str, dict] = {}
         self._last_batch: Optional[int] = None
         #: the application's stream time: the largest over all tasks (-1: none yet)
@@ -325,6 +327,7 @@ class Streams:
             for task_id, metrics in reports.items():
                 for counter in _COUNTERS:
                     self._totals[counter] += int(metrics.get(counter, 0))
+                add_drops(self._drops, metrics.get("drops"))
                 self._tasks[task_id] = metrics
                 self._stream_time = max(self._stream_time, metrics.get("stream_time", -1))
         self._interactive().pass_ran(reports)
@@ -370,6 +373,7 @@ class Streams:
         with self._lock:
             tasks = {task_id: dict(m) for task_id, m in self._tasks.items()}
             result: dict[str, Any] = {counter: self._totals[counter] for counter in _COUNTERS}
+            result["drops"] = {reason: dict(by_node) for reason, by_node in self._drops.items()}
         sizes: dict[str, int] = defaultdict(int)
         for metrics in tasks.values():
             for store, entries in metrics.get("stores", {}).items():

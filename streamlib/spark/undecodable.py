@@ -8,14 +8,14 @@ scan that feeds the chain (a second branch would read the source twice):
 - ``fail``: the first bad row raises ``DeserializationFailure`` from the JVM
   (``raise_error``), naming node, topic, partition and offset, as the Python path does;
 - ``log_and_continue``: bad rows are dropped; an observed metric counts them, and the
-  driver adds them to ``skipped_records`` and logs the first one's position;
+  driver counts them as drops (reason ``deserialization_error``) and logs the first
+  one's position;
 - ``dead_letter``: bad rows run, in one Python task, through the source's own
   ``SourceProcessor`` and so through the handler exactly like the records of a source
   without Column steps (the original bytes go to the DLQ, idempotently per batch).
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from functools import reduce
 from typing import Callable, Iterator, Optional
@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 
 from streamlib.config import StreamsConfig
 from streamlib.processors.base import ProcessorContext
+from streamlib.processors.drops import Where, count_drop
 from streamlib.processors.io import DeserializationFailure, SourceProcessor
 from streamlib.processors.columnar import output_rows
 from streamlib.spark.daemon import start_worker_task
@@ -37,7 +38,6 @@ from streamlib.topics.spec import BackendSpec
 from streamlib.spark.tasks import output_table, write_sinks
 from streamlib.topology import Node
 
-log = logging.getLogger("streamlib")
 #: the error class :func:`streamlib.spark.query_errors.translate` finds in a failed query's text
 _FAILURE = f"{DeserializationFailure.__module__}.{DeserializationFailure.__name__}"
 
@@ -98,11 +98,11 @@ class SkippedCount:
         if not skipped:
             return
         first = found["first"]
-        log.warning("skipping %d record(s) in %s that are not valid UTF-8 for string(), the first at "
-                    "topic %r partition %d offset %d", skipped, self.node, first["topic"],
-                    first["partition"], first["offset"])
-        # counted as dropped too, as Kafka Streams counts a record its handler skips
-        report({"tasks": {f"{self.node}-undecodable": {"skipped_records": skipped, "dropped_records": skipped}}})
+        metrics: dict = {}
+        count_drop(metrics, self.node, "deserialization_error",
+                   Where(first["topic"], first["partition"], first["offset"]), skipped,
+                   "skipped: not valid UTF-8 for string()")
+        report({"tasks": {f"{self.node}-undecodable": metrics}})
 
 
 def split_undecodable(rows: DataFrame, node: Node, config: StreamsConfig
