@@ -86,6 +86,8 @@ def window_count_inputs(topology: Topology, config: StreamsConfig,
     with the store's key serde and serdes that can vouch for whole columns (the
     conditions of ``TimeWindowAggregateProcessor.takes_batches`` and the source's
     ``takes_table``). ``tasks_of``: each sub-topology's task count."""
+    if config.max_future_skew_ms is not None:
+        return {}   # the wall clock is the task's: its source judges each record's timestamp
     readers: dict[str, int] = {}
     for sub in topology.subtopologies:
         for topic in sub.input_topics:
