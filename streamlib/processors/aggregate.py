@@ -103,7 +103,6 @@ class StreamCountProcessor(StreamAggregateProcessor):
         self.emitter.emit_many(keys, kbs, news, olds, timestamps, headers, topic,
                                _numbers(last_rows.column("partition")), _numbers(last_rows.column("offset")))
 
-
     def _drop_batch(self, rows: pa.Table, records: pa.ChunkedArray, kept: pa.ChunkedArray, dropped: int) -> None:
         """Count the batch's ``dropped`` records: those without a key, the rest without a
         value (a kept row's ``records`` minus its ``weight``), each logged at its first row."""
