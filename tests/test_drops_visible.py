@@ -214,3 +214,32 @@ def test_the_limit_is_checked_on_the_batch_paths_too():
 def test_max_future_skew_must_not_be_negative():
     with pytest.raises(ValueError, match="max_future_skew"):
         StreamsConfig(max_future_skew=-1)
+
+
+def test_metrics_serves_the_drops_per_reason_and_node():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from streamlib.query.metrics import ApplicationMetrics
+
+    prometheus = ApplicationMetrics("app")
+    prometheus.follow(lambda: {"dropped_records": 5, "skipped_records": 1,
+                               "drops": {"late": {"w": 3, "s": 1}, "future_timestamp": {"src": 1}}})
+    families = {f.name: f for f in text_string_to_metric_families(prometheus.render().decode())}
+    samples = {(s.labels["reason"], s.labels["node"]): s.value
+               for s in families["streamlib_dropped_records_by_reason"].samples if s.name.endswith("_total")}
+    assert samples == {("late", "w"): 3, ("late", "s"): 1, ("future_timestamp", "src"): 1}
+    assert families["streamlib_dropped_records_by_reason"].type == "counter"
+    assert sum(samples.values()) == 5
+
+
+def test_drops_merge_across_tasks():
+    total: dict = {}
+    drops.add_drops(total, {"late": {"w": 2}})
+    drops.add_drops(total, {"late": {"w": 1, "s": 4}, "null_key": {"a": 1}})
+    drops.add_drops(total, None)
+    assert total == {"late": {"w": 3, "s": 4}, "null_key": {"a": 1}}
+
+
+def test_an_unknown_reason_is_a_bug_not_a_new_metric():
+    with pytest.raises(ValueError, match="unknown drop reason"):
+        drops.count_drop({}, "n", "lost")
