@@ -38,6 +38,10 @@ class StreamsConfig:
     deserialization_exception_handler: str = "fail"
     producer_config: dict = field(default_factory=dict)
     consumer_config: dict = field(default_factory=dict)
+    #: a record of an input topic whose timestamp is further than this ahead of the wall
+    #: clock goes to ``deserialization_exception_handler`` instead of moving stream time
+    #: (``None``: no limit; the driver's wall clock is its mocked one)
+    max_future_skew: Optional[Duration] = None
     #: at most this many input records per micro-batch (``None``: all available)
     max_records_per_batch: Optional[int] = None
     #: ``"host:port"``: serve interactive queries over HTTP (JSON) while running; a bare
@@ -84,6 +88,10 @@ class StreamsConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
         self.commit_interval_ms = to_millis(self.commit_interval, "commit_interval")
+        self.max_future_skew_ms: Optional[int] = (
+            None if self.max_future_skew is None else to_millis(self.max_future_skew, "max_future_skew"))
+        if self.max_future_skew_ms is not None and self.max_future_skew_ms < 0:
+            raise ValueError("max_future_skew must be >= 0")
         to_millis(self.application_server_request_timeout, "application_server_request_timeout")
         to_millis(self.application_server_cursor_ttl, "application_server_cursor_ttl")
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Optional
 
 from .config import StreamsConfig
+from .processors.drops import add_drops
 from .processors.stores import KeyValueStoreView, SessionStoreView, WindowStoreView, query_view
 from .processors.stores.kinds import queryable_kind
 from .runtime.task import Task
@@ -314,10 +315,17 @@ class TopologyTestDriver:
         self._process_pending()
 
     def metrics(self) -> dict[str, Any]:
+        """The same keys as ``app.metrics()``: counters summed over the tasks, ``drops``
+        (reason -> node -> records dropped), stream time and watermark."""
         totals: dict[str, Any] = defaultdict(int)
+        drops: dict[str, dict[str, int]] = {}
         for task in self._tasks:
             for metric, value in task.metrics.items():
-                totals[metric] += value
+                if metric == "drops":
+                    add_drops(drops, value)
+                else:
+                    totals[metric] += value
+        totals["drops"] = drops
         totals["stream_time"] = max((t.context.stream_time for t in self._tasks), default=-1)
         marks = [t.watermark() for t in self._tasks if t.time_aware]
         totals["watermark"] = min(marks, default=totals["stream_time"])

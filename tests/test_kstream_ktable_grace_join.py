@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import pytest
 
 from streamlib import Materialized, StreamsBuilder, TopologyTestDriver
-from streamlib.processors import base
+from streamlib.processors import drops
 from streamlib.topology import TopologyError
 from streamlib.processors.stores import STORE_KINDS
 from streamlib.processors.stores.stream_buffer import StreamBuffer
@@ -373,7 +373,7 @@ def test_a_lookup_older_than_the_history_whose_version_expired_is_a_counted_drop
     time whose version (t0) is gone. Kafka joins it as if the table had no row; we drop
     it, count it in dropped_records and log it, never emit a wrong answer. A record at 100
     or later still meets t1, and a key whose latest version began by then still joins it."""
-    monkeypatch.setattr(base, "_last_drop_warning", {})   # the warnings' rate limit, per test
+    monkeypatch.setattr(drops, "_last_drop_warning", {})   # the warnings' rate limit, per test
     with Run(grace_ms=10, left=left) as run, caplog.at_level("WARNING", logger="streamlib.drops"):
         run.table.pipe_input("b", "t0", 0)
         run.table.pipe_input("c", "u0", 0)
@@ -383,4 +383,6 @@ def test_a_lookup_older_than_the_history_whose_version_expired_is_a_counted_drop
         run.stream.pipe_input("b", "s", 101)
         assert run.read() == [("c", "s⋈u0", 50, {}), ("b", "s⋈t1", 101, {})]
         assert run.driver.metrics()["dropped_records"] == 1
-        assert "older than the table's history" in caplog.text and "from stream partition 0" in caplog.text
+        assert "older than the table's history" in caplog.text and "from topic 'stream' partition 0 offset 0" in caplog.text
+        by_reason = run.driver.metrics()["drops"]
+        assert list(by_reason) == ["expired_table_version"] and list(by_reason["expired_table_version"].values()) == [1]

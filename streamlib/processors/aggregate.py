@@ -9,6 +9,7 @@ from ..node_kinds import AGGREGATE, COUNT, TABLE_AGGREGATE
 from ..node_params import AggregateOp
 from ..serdes import Serde
 from ..serdes import payloads
+from .drops import row_where
 from .record import Change, Record
 from .registry import processes
 from .tables import StatefulProcessor
@@ -29,7 +30,7 @@ class StreamAggregateProcessor(StatefulProcessor):
 
     def process(self, record: Record) -> None:
         if record.key is None or record.value is None:
-            self.context.count("dropped_records")
+            self.drop("null_key" if record.key is None else "null_value", record)
             return
         kb = self.store.key_bytes(record.key)
         previous = self.store.get_by_bytes(kb)
@@ -79,10 +80,11 @@ class StreamCountProcessor(StreamAggregateProcessor):
         self._count(rows, rows.column("records"), topic)
 
     def _count(self, rows: pa.Table, records: pa.ChunkedArray, topic: str) -> None:
-        rows = rows.filter(pc.and_(pc.is_valid(rows.column("key")), pc.greater(rows.column("weight"), 0)))
-        dropped = int(pc.sum(records).as_py() or 0) - int(pc.sum(rows.column("weight")).as_py() or 0)
+        kept = pc.and_(pc.is_valid(rows.column("key")), pc.greater(rows.column("weight"), 0))
+        dropped = int(pc.sum(records).as_py() or 0) - int(pc.sum(pc.if_else(kept, rows.column("weight"), 0)).as_py() or 0)
         if dropped:
-            self.context.count("dropped_records", dropped)
+            self._drop_batch(rows, records, kept, dropped)
+        rows = rows.filter(kept)
         if rows.num_rows == 0:
             return
         rows = rows.append_column("row", pa.array(np.arange(rows.num_rows)))
@@ -104,6 +106,18 @@ class StreamCountProcessor(StreamAggregateProcessor):
         self.emitter.emit_many(keys, kbs, news, olds, timestamps, headers, topic,
                                _numbers(last_rows.column("partition")), _numbers(last_rows.column("offset")))
 
+    def _drop_batch(self, rows: pa.Table, records: pa.ChunkedArray, kept: pa.ChunkedArray, dropped: int) -> None:
+        """Count the batch's ``dropped`` records: those without a key, the rest without a
+        value (a kept row's ``records`` minus its ``weight``), each logged at its first row."""
+        no_key = pc.is_null(rows.column("key"))
+        null_keys = int(pc.sum(pc.if_else(no_key, records, 0)).as_py() or 0)
+        if null_keys:
+            self.drop("null_key", row_where(rows, pc.index(no_key, True).as_py()), null_keys)
+        if dropped > null_keys:
+            no_value = pc.and_(pc.invert(no_key), pc.less(rows.column("weight"), records))
+            first = pc.index(no_value, True).as_py()
+            self.drop("null_value", row_where(rows, first) if first >= 0 else None, dropped - null_keys)
+
 
 def _numbers(column: pa.ChunkedArray) -> list:
     """An Arrow column of numbers as a Python list (faster than ``to_pylist``)."""
@@ -124,7 +138,7 @@ class TableAggregateProcessor(StatefulProcessor):
 
     def process(self, record: Record) -> None:
         if record.key is None:
-            self.context.count("dropped_records")
+            self.drop("null_key", record)
             return
         change: Change = record.value
         kb = self.store.key_bytes(record.key)

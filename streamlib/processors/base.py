@@ -1,14 +1,13 @@
 """The processor contract: a node of a running sub-topology, and the context it runs in."""
 from __future__ import annotations
 
-import logging
 import struct
-import time
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..config import StreamsConfig
 from ..errors import StreamlibError, user_frame
 from ..topology import Node
+from .drops import count_drop
 from .record import Record
 from .timers import STREAM_TIME, Timer, Timers
 
@@ -18,27 +17,6 @@ if TYPE_CHECKING:
     from ..serdes import Serde
 
 _LONG = struct.Struct(">q")
-_drops = logging.getLogger("streamlib.drops")
-#: seconds between two warnings for drops of one reason at one node
-DROP_WARNING_INTERVAL = 10.0
-_last_drop_warning: dict[tuple[str, str], float] = {}
-
-
-def warn_drop(node: str, reason: str, record: Optional[Record], count: int = 1) -> None:
-    """Log a dropped record as one warning line naming the node, the reason and where the
-    record came from (topic, partition, offset), at most one per node and reason every
-    :data:`DROP_WARNING_INTERVAL` seconds (the ``dropped_records`` metric counts them all)."""
-    now = time.monotonic()
-    if now - _last_drop_warning.get((node, reason), -DROP_WARNING_INTERVAL) < DROP_WARNING_INTERVAL:
-        return
-    _last_drop_warning[(node, reason)] = now
-    where = ("" if record is None or record.topic is None
-             else f" from {record.topic} partition {record.partition} offset {record.offset}")
-    _drops.warning("%s dropped %d record(s)%s: %s (more drops of this kind are counted in "
-                   "dropped_records and logged at most every %.0f s)",
-                   node, count, where, reason, DROP_WARNING_INTERVAL)
-
-
 class ProcessingError(StreamlibError, RuntimeError):
     """A user function or a serde failed on a record; names the record and the node."""
 
@@ -73,8 +51,9 @@ class ProcessorContext:
         #: earlier output, in order: lists of such tuples and Arrow tables of them
         #: (``processors.columnar.OUTPUT_SCHEMA``) emitted by :meth:`emit_rows`
         self.emitted: list[Any] = []
-        self.metrics: dict[str, int] = {"records_in": 0, "records_out": 0, "dropped_records": 0,
-                                        "skipped_records": 0, "dead_letter_records": 0}
+        #: counters, and ``drops``: reason -> node -> records dropped (see :meth:`drop`)
+        self.metrics: dict[str, Any] = {"records_in": 0, "records_out": 0, "dropped_records": 0,
+                                        "skipped_records": 0, "dead_letter_records": 0, "drops": {}}
 
     def store(self, name: str) -> Any:
         return self.stores[name]
@@ -92,6 +71,11 @@ class ProcessorContext:
 
     def count(self, metric: str, n: int = 1) -> None:
         self.metrics[metric] = self.metrics.get(metric, 0) + n
+
+    def drop(self, node: str, reason: str, where: Any = None, count: int = 1, detail: str = "") -> None:
+        """``node`` dropped ``count`` records for ``reason``: counted and logged
+        (:func:`streamlib.processors.drops.count_drop`); ``where``: the (first) record."""
+        count_drop(self.metrics, node, reason, where, count, detail)
 
     def schedule(self, interval: int, kind: str, callback: Callable[[int], None]) -> Timer:
         """Kafka's ``ProcessorContext.schedule``: ``callback(time)`` every ``interval`` ms
@@ -144,6 +128,10 @@ class Processor:
         """Process a batch's rows of a repartition ``topic`` at once (key/value bytes
         as the repartition wrote them, in processing order); see :meth:`takes_batches`."""
         raise NotImplementedError(f"{type(self).__name__} processes records one by one")
+
+    def drop(self, reason: str, where: Any = None, count: int = 1, detail: str = "") -> None:
+        """This node dropped ``count`` records for ``reason`` (see :meth:`ProcessorContext.drop`)."""
+        self.context.drop(self.name, reason, where, count, detail)
 
     def init(self) -> None:
         """Called once the task's stores are open for a new batch."""

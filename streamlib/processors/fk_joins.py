@@ -89,7 +89,7 @@ class SubscribeProcessor(_FkProcessor):
 
     def process(self, record: Record) -> None:
         if record.key is None:
-            self.context.count("dropped_records")
+            self.drop("null_key", record)
             return
         change: Change = record.value
         new, old = change.new, change.old
@@ -117,7 +117,7 @@ class SubscribeProcessor(_FkProcessor):
             return
         new_fk = self.extractor(new)
         if new_fk is None:
-            self.context.count("dropped_records")
+            self.drop("null_foreign_key", record)
             if old_fk is not None:
                 send(old_fk, DELETE_KEY_AND_PROPAGATE)
         elif old_fk is not None and fk_bytes(new_fk) != fk_bytes(old_fk):
@@ -154,7 +154,7 @@ class SubscriptionJoinProcessor(_FkProcessor):
         instruction = raw_instruction[0]
         fk = record.key
         if fk is None and instruction != PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE:
-            self.context.count("dropped_records")
+            self.drop("null_foreign_key", record)
             return
         if fk is not None:
             sub_key = _subscription_key(self.fk_serde.serialize(fk), kb)
@@ -187,7 +187,7 @@ class ForeignChangeProcessor(_FkProcessor):
 
     def process(self, record: Record) -> None:
         if record.key is None:
-            self.context.count("dropped_records")
+            self.drop("null_key", record)
             return
         new = record.value.new
         foreign = None if new is None else self.right_serde.serialize(new)
@@ -228,7 +228,7 @@ class ResponseJoinProcessor(_FkProcessor):
         current_value = None if current is None else current[0]
         raw = None if current_value is None else self.value_serde.serialize(current_value)
         if value_hash(raw) != parts[0]:
-            self.context.count("dropped_records")
+            self.drop("stale_response", record)
             return
         foreign = self.right_serde.deserialize(parts[1]) if len(parts) > 1 else None
         if foreign is None and (not self.left or current_value is None):

@@ -27,11 +27,11 @@ class GlobalTableJoinProcessor(Processor):
     def process(self, record: Record) -> None:
         key, value = record.key, record.value
         if value is None:
-            self.context.count("dropped_records")
+            self.drop("null_value", record)
             return
         table_key = self.key_selector(key, value)
         if table_key is None and not self.left:
-            self.context.count("dropped_records")
+            self.drop("null_key", record, detail="the key selector returned None (inner join)")
             return
         row = None if table_key is None else self.table.get(table_key)
         other = None if row is None else row[0]

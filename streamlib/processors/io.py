@@ -2,7 +2,6 @@
 sinks (objects -> bytes, to a topic or a repartition)."""
 from __future__ import annotations
 
-import logging
 import struct
 from typing import Optional
 
@@ -11,18 +10,24 @@ import pyarrow.compute as pc
 
 from ..node_kinds import REPARTITION, SINK, SOURCE
 from ..serdes import Serde
-from .base import Processor, ProcessingError
+from .base import Processor, ProcessingError, ProcessorContext
+from .drops import Where
 from .record import Change, Record, decode_change, encode_change
 from .registry import processes
 
-log = logging.getLogger("streamlib")
 _LONG = struct.Struct(">q")
 
 
-def timestamps_valid(stamps: "pa.ChunkedArray") -> bool:
-    """Whether no timestamp of a batch is missing or negative: only then may the batch
-    be processed whole (per record, such a record is dropped by the timestamp rules)."""
-    return not stamps.null_count and (len(stamps) == 0 or pc.min(stamps).as_py() >= 0)
+def timestamps_valid(stamps: "pa.ChunkedArray", latest: float = float("inf")) -> bool:
+    """Whether no timestamp of a batch is missing, negative or after ``latest`` (see
+    ``SourceProcessor.latest_allowed``): only then may the batch be processed whole (per
+    record, such a record is dropped by the timestamp rules or goes to the handler)."""
+    if stamps.null_count:
+        return False
+    if len(stamps) == 0:
+        return True
+    bounds = pc.min_max(stamps).as_py()
+    return bounds["min"] >= 0 and bounds["max"] <= latest
 
 
 @processes(SOURCE)
@@ -36,6 +41,13 @@ class SourceProcessor(Processor):
         self.extractor = self.node.params.timestamp_extractor
         self.changes = self.node.params.changes
         self.handler = config.deserialization_exception_handler
+        #: records of a user topic further ahead of the wall clock go to the handler
+        self.max_future_skew_ms = None if self.node.params.get("internal") else config.max_future_skew_ms
+
+    def latest_allowed(self) -> float:
+        """The newest timestamp a record may have now (``max_future_skew``)."""
+        skew = self.max_future_skew_ms
+        return float("inf") if skew is None else self.context.wall_clock_time + skew
 
     def receive(self, topic: str, partition: int, offset: int, timestamp: int,
                 key: Optional[bytes], value: Optional[bytes], headers: tuple) -> None:
@@ -59,6 +71,10 @@ class SourceProcessor(Processor):
         if record.timestamp is None or record.timestamp < 0:
             self._invalid_timestamp(record)
             return
+        if record.timestamp > self.latest_allowed():
+            self._bad_record(topic, partition, offset, timestamp, key, value, headers,
+                             FutureTimestamp(self.context, record.timestamp), "future_timestamp")
+            return
         self.context.count("records_in")
         if record.timestamp > self.context.stream_time:
             self.context.stream_time = record.timestamp
@@ -71,9 +87,7 @@ class SourceProcessor(Processor):
         ``FailOnInvalidTimestamp``: it is not a deserialization error). To skip such
         records, give the source an extractor (``lambda key, value, ts: ts``)."""
         if self.extractor is not None:
-            log.warning("dropping the record at %s: its timestamp extractor returned %s",
-                        record.where(), record.timestamp)
-            self.context.count("dropped_records")
+            self.drop("invalid_timestamp", record, detail=f"its timestamp extractor returned {record.timestamp}")
             return
         raise ProcessingError(f"the record has an invalid (negative or missing) timestamp {record.timestamp}; "
                               "give the source a timestamp_extractor to replace it (or, returning it "
@@ -91,7 +105,7 @@ class SourceProcessor(Processor):
             return True
         if self.key_serde.check_batch is None or self.value_serde.check_batch is None:
             return False   # a serde that cannot vouch for a batch: record by record
-        if not timestamps_valid(rows.column("timestamp")):
+        if not timestamps_valid(rows.column("timestamp"), self.latest_allowed()):
             return False
         return (self.key_serde.check_batch(rows.column("key"))
                 and self.value_serde.check_batch(rows.column("value")))
@@ -107,22 +121,33 @@ class SourceProcessor(Processor):
         if newest is not None and newest > self.context.stream_time:
             self.context.stream_time = newest
 
-    def _bad_record(self, topic, partition, offset, timestamp, key, value, headers, exc) -> None:
+    def _bad_record(self, topic, partition, offset, timestamp, key, value, headers, exc,
+                    reason: str = "deserialization_error") -> None:
         where = f"topic {topic!r} partition {partition} offset {offset}"
         if self.handler == "fail":
+            what = "cannot deserialize" if reason == "deserialization_error" else "refusing"
             raise DeserializationFailure(
-                f"cannot deserialize the record at {where} in {self.name}: {exc} "
+                f"{what} the record at {where} in {self.name}: {exc} "
                 "(deserialization_exception_handler='fail')") from exc
-        self.context.count("dropped_records")   # as Kafka Streams counts a skipped record
+        # counted as dropped, as Kafka Streams counts a skipped record
         if self.handler == "log_and_continue":
-            log.warning("skipping record at %s: %s", where, exc)
-            self.context.count("skipped_records")
+            self.drop(reason, Where(topic, partition, offset), detail=f"skipped: {exc}")
             return
+        self.drop("dead_letter", Where(topic, partition, offset), detail=f"sent to the dead-letter topic: {exc}")
         dlq_headers = tuple(headers) + (
             ("streamlib.error", str(exc).encode()), ("streamlib.topic", topic.encode()),
             ("streamlib.partition", _LONG.pack(partition)), ("streamlib.offset", _LONG.pack(offset)))
         self.context.emit(self.context.config.dead_letter_topic, None, timestamp, key, value, dlq_headers)
         self.context.count("dead_letter_records")
+
+
+class FutureTimestamp(ValueError):
+    """A record's timestamp is more than ``max_future_skew`` ahead of the wall clock."""
+
+    def __init__(self, context: "ProcessorContext", timestamp: int):
+        skew = context.config.max_future_skew_ms
+        super().__init__(f"its timestamp {timestamp} is more than max_future_skew ({skew} ms) ahead of "
+                         f"the wall clock ({context.wall_clock_time}); it would move stream time there")
 
 
 class DeserializationFailure(ProcessingError):

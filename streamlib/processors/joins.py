@@ -62,7 +62,7 @@ class StreamTableJoinProcessor(Processor):
     def process(self, record: Record) -> None:
         key, value = record.key, record.value
         if value is None or (key is None and not self.left):
-            self.context.count("dropped_records")
+            self.drop("null_value" if value is None else "null_key", record)
             return
         row = None if key is None else self.get(key)
         other = None if row is None else row[0]

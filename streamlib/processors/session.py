@@ -34,7 +34,7 @@ class SessionWindowAggregateProcessor(WindowedAggregateProcessor):
     def process(self, record: Record) -> None:
         key = record.key
         if key is None:
-            self.drop()
+            self.drop("null_key", record)
             return
         timestamp = record.timestamp
         self.observe(timestamp)
@@ -47,7 +47,7 @@ class SessionWindowAggregateProcessor(WindowedAggregateProcessor):
             agg = self.merger(key, agg, value)
             start, end = min(start, window.start), max(end, window.end)
         if end < self.close_time:
-            self.drop()
+            self.drop("late", record)
         else:
             if (start, end) != (timestamp, timestamp):
                 for window, value, _ in merged:

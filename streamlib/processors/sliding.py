@@ -31,12 +31,12 @@ class SlidingWindowAggregateProcessor(WindowedAggregateProcessor):
 
     def process(self, record: Record) -> None:
         if record.key is None or record.value is None:
-            self.drop()
+            self.drop("null_key" if record.key is None else "null_value", record)
             return
         timestamp = record.timestamp
         self.observe(timestamp)
         if timestamp + self.diff < self.close_time:
-            self.drop()
+            self.drop("late", record)
             return
         if timestamp < self.diff:
             self._process_early(record)
@@ -135,7 +135,7 @@ class SlidingWindowAggregateProcessor(WindowedAggregateProcessor):
         """Add the record to the window at ``start`` (``current``: its aggregate and
         timestamp; for a window being created, the seed to start from)."""
         if start + self.diff < self.close_time:
-            self.drop()
+            self.drop("late", record)
             return
         old, old_ts = current
         new = self.aggregator(record.key, record.value, old)

@@ -107,7 +107,7 @@ class StreamJoinProcessor(Processor):
             self.forward(record.with_value(self.joiner(value, None)))
             return
         if key is None or value is None:
-            self.context.count("dropped_records")
+            self.drop("null_key" if key is None else "null_value", record)
             return
         if ts == stream_time and self.buffer is not None:
             self._emit_non_joined(stream_time, record.headers)

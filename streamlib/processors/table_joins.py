@@ -40,7 +40,7 @@ class TableJoinProcessor(Processor):
 
     def process(self, record: Record) -> None:
         if record.key is None:
-            self.context.count("dropped_records")
+            self.drop("null_key", record)
             return
         change: Change = record.value
         row = self.get(record.key)

@@ -92,7 +92,7 @@ class TableSourceProcessor(StatefulProcessor):
 
     def process(self, record: Record) -> None:
         if record.key is None:
-            self.context.count("dropped_records")
+            self.drop("null_key", record)
             return
         kb = self.store.key_bytes(record.key)
         previous = self.store.get_by_bytes(kb)
@@ -180,10 +180,10 @@ class TableSelectProcessor(Processor):
             return None
         pair = self.selector(record.key, value)
         if pair is None:
-            self.context.count("dropped_records")
+            self.drop("null_key", record, detail="the group_by selector returned None")
             return None
         key, selected = pair
         if key is None:
-            self.context.count("dropped_records")
+            self.drop("null_key", record, detail="the group_by selector returned a None key")
             return None
         return None if selected is None else (key, selected)

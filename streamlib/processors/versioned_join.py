@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..node_kinds import STREAM_TABLE_JOIN_UPDATE, STREAM_TABLE_JOIN_VERSIONED
-from .base import Processor, warn_drop
+from .base import Processor
 from .record import Change, Headers, Record
 from .stores.stream_buffer import StreamBuffer
 from .stores.versioned import VersionedKeyValueStore
@@ -75,7 +75,7 @@ class VersionedStreamTableJoinProcessor(_VersionedJoin):
     def process(self, record: Record) -> None:
         key, value = record.key, record.value
         if value is None or (key is None and not self.left):
-            self.context.count("dropped_records")
+            self.drop("null_value" if value is None else "null_key", record)
             return
         if key is None:
             # a left join joins a None key with no row and nothing can correct it (KIP-962)
@@ -88,9 +88,8 @@ class VersionedStreamTableJoinProcessor(_VersionedJoin):
         if row is None and versions.forgot(key, record.timestamp):
             # the table's row at that time is gone from its history: joining with no row
             # would be a silently wrong answer (Kafka gives one); count and log the drop
-            self.context.count("dropped_records")
-            warn_drop(self.name, "older than the table's history (history_retention), whose version "
-                      "for that time has expired", record)
+            self.drop("expired_table_version", record, detail="older than the table's history "
+                      "(history_retention), whose version for that time has expired")
             return
         other = None if row is None else row[0]
         if other is not None or self.left:
@@ -123,7 +122,9 @@ class VersionedTableUpdateProcessor(_VersionedJoin):
         before = versions.get_as_of(key, since)
         until = versions.next_version_after(key, since)
         if not versions.put(key, new, since):
-            self.context.count("dropped_records")   # older than the history: no join sees it
+            # older than the history: no join sees it
+            self.drop("expired_table_version", record, detail="a table update older than the table's "
+                      "history (history_retention)")
             return
         old = None if before is None else before[0]
         if old == new:

@@ -21,6 +21,7 @@ from ..node_kinds import WINDOW_AGGREGATE
 from ..node_params import AggregateOp
 from ..windows import Windowed
 from .base import Processor
+from .drops import row_where
 from .record import Change, Record
 from .tables import TableEmitter
 from .registry import processes
@@ -66,9 +67,6 @@ class WindowedAggregateProcessor(Processor):
 
     def initial(self) -> Any:
         return self.initializer() if self.initializer is not None else None
-
-    def drop(self) -> None:
-        self.context.count("dropped_records")
 
     def forward_update(self, record: Record, windowed: Windowed, ident: Any, new: Any, old: Any,
                        timestamp: int) -> None:
@@ -140,14 +138,14 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
     def process(self, record: Record) -> None:
         key = record.key
         if key is None:
-            self.drop()
+            self.drop("null_key", record)
             return
         timestamp = record.timestamp
         self.observe(timestamp)
         close_time = self.close_time
         for window in self.windows.windows_for(timestamp):
             if window.end <= close_time:
-                self.drop()
+                self.drop("late", record)
                 continue
             previous = self.store.get(key, window.start)
             if previous is None:
@@ -182,7 +180,8 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
         handed to the emitter in the order of each window's last update."""
         keyed = rows if rows.column("key").null_count == 0 else rows.filter(pc.is_valid(rows.column("key")))
         if keyed.num_rows < rows.num_rows:
-            self.context.count("dropped_records", rows.num_rows - keyed.num_rows)
+            first = pc.index(pc.is_null(rows.column("key")), True).as_py()
+            self.drop("null_key", row_where(rows, first), rows.num_rows - keyed.num_rows)
         if keyed.num_rows == 0:
             return
         stamps = keyed.column("timestamp").to_numpy()
@@ -190,7 +189,7 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
         row_of, starts = self.windows.assign(stamps)
         live = starts + self.windows.size_ms > observed[row_of] - self.close_offset_ms
         if not live.all():
-            self.context.count("dropped_records", int(len(live) - live.sum()))
+            self.drop("late", row_where(keyed, int(row_of[np.argmin(live)])), int(len(live) - live.sum()))
             row_of, starts = row_of[live], starts[live]
         self.observe(int(observed[-1]))
         if len(starts) == 0:
@@ -213,14 +212,19 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
         processing order) and ``window_late`` late ones; a row without a key stands for
         records without one. A window already closed at the batch's start drops its
         records too; the rest is what :meth:`process_batch` does with the records."""
-        dropped = int(pc.sum(rows.column("window_late")).as_py() or 0)
-        keyed = rows.filter(pc.is_valid(rows.column("key")))
+        no_key = pc.is_null(rows.column("key"))   # the range's records without a key
+        null_keys = int(pc.sum(pc.if_else(no_key, rows.column("window_late"), 0)).as_py() or 0)
+        if null_keys:
+            self.drop("null_key", row_where(rows, pc.index(no_key, True).as_py()), null_keys)
+        keyed = rows.filter(pc.invert(no_key))
+        dropped = int(pc.sum(keyed.column("window_late")).as_py() or 0)
         on_time = keyed.column("window_records").to_numpy()
         starts = keyed.column("window_start").to_numpy()
         live = (on_time > 0) & (starts + self.windows.size_ms > self.close_time)
         dropped += int(on_time[~live].sum())
-        if dropped:
-            self.context.count("dropped_records", dropped)
+        if dropped:   # logged at a row of them (it names its input range's last record)
+            first = pc.index(pc.greater(keyed.column("window_late"), 0), True).as_py()
+            self.drop("late", row_where(keyed, first if first >= 0 else int(np.argmax(~live))), dropped)
         newest = pc.max(keyed.column("entry")).as_py()
         if newest is not None:
             self.observe(newest)

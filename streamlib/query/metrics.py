@@ -7,7 +7,7 @@ each task's newest record at commit, and request duration. Names follow Kafka St
 where it has one (``process-total`` -> ``streamlib_process_total``, ``records-lag``,
 ``dropped-records-total``, ``restore-total``, ``estimate-num-keys``,
 ``record-e2e-latency``); labels are ``application``, ``task``, ``store``, ``topic``,
-``partition``.
+``partition``, and ``reason`` and ``node`` for the drops per reason.
 
 Tasks report per batch (a task object lives one batch); :meth:`ApplicationMetrics.pass_ran`
 adds each pass's reports into per-task totals, so per-task counters grow like the
@@ -32,7 +32,8 @@ COUNTERS = {
     "records_out": ("records_out", "Records the tasks wrote to output and repartition topics."),
     "dropped_records": ("dropped_records", "Records dropped, e.g. a null key in an aggregation "
                                            "(Kafka Streams' dropped-records-total)."),
-    "skipped_records": ("skipped_records", "Records skipped because they could not be deserialized."),
+    "skipped_records": ("skipped_records", "Records the deserialization handler skipped (log_and_continue): "
+                                           "undecodable, or too far ahead of the wall clock."),
     "dead_letter_records": ("dead_letter_records", "Records sent to the dead-letter topic."),
     "restored_records": ("restore", "Changelog records restored into stores (Kafka Streams' restore-total)."),
 }
@@ -130,7 +131,20 @@ class _Snapshot:
             for task, counts in sorted(totals.items()):
                 per_task.add_metric([app, task], counts.get(key, 0))
             yield per_task
+        yield _drops(app, snapshot)
         yield from _levels(app, snapshot)
+
+
+def _drops(app: str, snapshot: dict) -> Metric:
+    """``metrics()["drops"]``: records dropped per reason and node (they add up to
+    ``streamlib_dropped_records_total``)."""
+    family = CounterMetricFamily("streamlib_dropped_records_by_reason",
+                                 "Records dropped, per reason (late, null_key, deserialization_error, ...) "
+                                 "and node.", labels=["application", "reason", "node"])
+    for reason, by_node in sorted((snapshot.get("drops") or {}).items()):
+        for node, count in sorted(by_node.items()):
+            family.add_metric([app, reason, node], _number(count))
+    return family
 
 
 def _levels(app: str, snapshot: dict) -> Iterator[Metric]:

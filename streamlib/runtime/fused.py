@@ -51,7 +51,7 @@ class FusedChain:
         emits, counting them in and advancing stream time; ``None`` if anything is
         unusual, with nothing changed: process them record by record instead."""
         timestamps = rows.column("timestamp")
-        if not timestamps_valid(timestamps):
+        if not timestamps_valid(timestamps, self.source.latest_allowed()):
             return None
         source = self.source
         try:

@@ -25,6 +25,7 @@ import time
 from collections import defaultdict
 from typing import Any, Callable, Optional
 
+from streamlib.processors.drops import add_drops
 from streamlib.progress import Progress
 from streamlib.runtime.batches import data_pass, time_pass
 from streamlib.spark.lower import BatchPlan
@@ -54,6 +55,7 @@ class MicroBatches:
         self._progress = progress
         self._lock = threading.Lock()
         self._totals: dict[str, int] = defaultdict(int)
+        self._drops: dict[str, dict[str, int]] = {}   # reason -> node -> records dropped
         self._tasks: dict[str, dict] = {}
         self._last_batch: Optional[int] = None
         #: the application's stream time: the largest over all tasks (-1: none yet)
@@ -115,13 +117,16 @@ class MicroBatches:
             for task_id, metrics in reports.items():
                 for counter in COUNTERS:
                     self._totals[counter] += int(metrics.get(counter, 0))
+                add_drops(self._drops, metrics.get("drops"))
                 self._tasks[task_id] = metrics
                 self._stream_time = max(self._stream_time, metrics.get("stream_time", -1))
         self._queries().pass_ran(reports)
         return reports
 
-    def totals(self) -> tuple[dict[str, int], dict[str, dict], Optional[int]]:
-        """``(counters, each task's last metrics, the last batch)`` so far."""
+    def totals(self) -> tuple[dict[str, Any], dict[str, dict], Optional[int]]:
+        """``(counters and drops per reason and node, each task's last metrics, the last
+        batch)`` so far."""
         with self._lock:
-            return ({counter: self._totals[counter] for counter in COUNTERS},
-                    {task_id: dict(m) for task_id, m in self._tasks.items()}, self._last_batch)
+            counters: dict[str, Any] = {counter: self._totals[counter] for counter in COUNTERS}
+            counters["drops"] = {reason: dict(by_node) for reason, by_node in self._drops.items()}
+            return counters, {task_id: dict(m) for task_id, m in self._tasks.items()}, self._last_batch

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Iterable, Optional
 
 import pyarrow as pa
@@ -403,6 +404,9 @@ class KafkaBackend(TopicBackend):
                                                request_timeout=self.timeout)
             try:
                 return {tp.partition: f.result(timeout=self.timeout).offset for tp, f in futures.items()}
+            except FutureTimeout:   # the broker is down or restarting: say which and where
+                raise TopicsError(f"cannot list offsets of {topic!r} on {self.bootstrap}: no answer "
+                                  f"within {self.timeout:.0f} s (is the broker up?)") from None
             except KafkaException as exc:
                 err = exc.args[0] if exc.args else None
                 retriable = isinstance(err, KafkaError) and (err.code() in _LEADER_MOVING

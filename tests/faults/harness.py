@@ -5,7 +5,8 @@ output topic and store with a failure-free run.
 Between restarts it may also delete the state directory (stores are restored from
 their changelogs) or corrupt a store's RocksDB files (the copy is rebuilt from its
 changelog, not fatal). ``python harness.py --kills 50`` (``make faults``) runs every
-topology, then the damage to the log itself of :mod:`log_faults` (``--damage KIND``,
+topology, then the damage to the log itself of :mod:`log_faults` and a Kafka broker
+restarted during an ``exactly_once`` run (:mod:`kafka_faults`) (``--damage KIND``,
 ``--damage none``), and prints the summary table.
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from streamlib.topics import open_backend  # noqa: E402
+from runner import bootstrap_of  # noqa: E402
 from topologies import REGISTRY, FaultTopology  # noqa: E402
 
 POINTS = ("restore", "mid-batch", "store-commit", "sink-append", "spark-commit", "timer")
@@ -75,7 +77,7 @@ def table_row(topology: str, kills: int, restarts: int, records: int, mismatches
 
 
 def produce_inputs(workdir: Path, spec: FaultTopology, seed: int) -> int:
-    backend = open_backend(f"local://{workdir / 'log'}")
+    backend = open_backend(bootstrap_of(workdir))
     total = 0
     for topic, data in spec.inputs(seed).items():
         backend.create_topic(topic, partitions=data.partitions, exist_ok=True)
@@ -205,7 +207,7 @@ def read_outputs(workdir: Path, spec: FaultTopology) -> dict[str, list[tuple]]:
     """Every output topic's records as ``(repr(key), value, timestamp, headers)``,
     partition by partition in offset order. A record that does not deserialize is
     ``("<corrupt>", error, offset, {})``: it is reported, not raised."""
-    backend = open_backend(f"local://{workdir / 'log'}")
+    backend = open_backend(bootstrap_of(workdir))
     outputs = {}
     for topic, out in spec.outputs.items():
         rows = []
@@ -499,8 +501,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", metavar="LOG", help="only print the summary table of LOG")
     parser.add_argument("--stop-killing-at", metavar="HH:MM", help="UTC time after which no new kill "
                         "starts: each topology then runs to the end and is compared (a time-boxed run)")
-    parser.add_argument("--damage", action="append", choices=("input-tail", "changelog-tail", "full-disk", "none"),
-                        help="damage to the log run after the kills, each once per topology (default: all)")
+    parser.add_argument("--damage", action="append",
+                        choices=("input-tail", "changelog-tail", "full-disk", "broker-restart", "none"),
+                        help="damage to the log (or, broker-restart, a Kafka broker restarted during an "
+                        "exactly_once run) after the kills, each once per topology (default: all)")
     parser.add_argument("--records", type=int, help="input records per topology (default: the topology's)")
     parser.add_argument("--run-timeout", type=float, default=RUN_TIMEOUT,
                         help="seconds one run may take before it counts as failed")
@@ -510,6 +514,7 @@ def main(argv: list[str] | None = None) -> int:
         print(table_from_log(Path(args.table)))
         return 0
     import tempfile
+    from functools import partial
 
     root = Path(args.workdir or tempfile.mkdtemp(prefix="streamlib-faults-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -522,21 +527,21 @@ def main(argv: list[str] | None = None) -> int:
         now = dt.datetime.now(dt.timezone.utc)
         hour, minute = map(int, args.stop_killing_at.split(":"))
         stop = now.replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
+    from kafka_faults import KIND as BROKER_RESTART, broker_restart_run
     from log_faults import KINDS, log_damage_run
 
-    kinds = [k for k in (args.damage or KINDS) if k != "none"]
+    kinds = [k for k in (args.damage or KINDS + (BROKER_RESTART,)) if k != "none"]
     outcomes = []
     registry = dict(REGISTRY)
     if args.records:
         from dataclasses import replace
-        from functools import partial
 
         registry = {n: replace(s, inputs=partial(s.inputs, n=args.records)) for n, s in REGISTRY.items()}
     for name in args.topology or list(registry):
         runs = [lambda: fault_run(registry[name], root / name, args.kills, args.seed, verbose=True, log=log,
                                   stop_killing_at=stop)] if args.kills else []
-        runs += [lambda kind=kind: log_damage_run(registry[name], root / f"{name}-{kind}", kind, args.seed)
-                 for kind in kinds]
+        runs += [lambda kind=kind: (broker_restart_run if kind == BROKER_RESTART else partial(log_damage_run, kind=kind))(
+                     registry[name], root / f"{name}-{kind}", seed=args.seed) for kind in kinds]
         for run in runs:
             outcome = run()
             outcomes.append(outcome)

@@ -28,9 +28,25 @@ from topologies import REGISTRY  # noqa: E402
 RUN_CONF = {**TEST_CONF, "spark.jars": ""}
 
 
+#: A file in the run directory naming a Kafka broker (``kafka://host:port``) to run on
+#: instead of the embedded log (:mod:`kafka_faults`): then under ``exactly_once``, in
+#: micro-batches of at most :data:`KAFKA_BATCH` records, checkpoint in the run directory.
+BOOTSTRAP_FILE = "bootstrap"
+KAFKA_BATCH = 40
+
+
+def bootstrap_of(workdir: Path) -> str:
+    """Where the run's topics live: the broker of :data:`BOOTSTRAP_FILE`, or the embedded log."""
+    named = workdir / BOOTSTRAP_FILE
+    return named.read_text().strip() if named.exists() else f"local://{workdir / 'log'}"
+
+
 def config_for(workdir: Path, overrides: dict) -> StreamsConfig:
-    base = StreamsConfig(application_id="faults", bootstrap=f"local://{workdir / 'log'}",
-                         state_dir=str(workdir / "state"))
+    bootstrap = bootstrap_of(workdir)
+    base = StreamsConfig(application_id="faults", bootstrap=bootstrap, state_dir=str(workdir / "state"))
+    if bootstrap.startswith("kafka://"):
+        overrides = {"max_records_per_batch": KAFKA_BATCH, **overrides, "processing_guarantee": "exactly_once",
+                     "checkpoint_location": str(workdir / "log" / "_checkpoints" / "faults")}
     return replace(base, **overrides)
 
 
@@ -61,7 +77,8 @@ def wait_for_executors(spark, master: str, timeout: float = 180.0) -> None:
 def main(workdir: str, name: str, master: str = "local[2]") -> int:
     root = Path(workdir)
     phase(root, "imports")
-    conf = dict(RUN_CONF, **({"spark.executor.memory": "1g"} if master.startswith("local-cluster") else {}))
+    conf = dict(TEST_CONF if bootstrap_of(root).startswith("kafka://") else RUN_CONF,  # Kafka: its jars
+                **({"spark.executor.memory": "1g"} if master.startswith("local-cluster") else {}))
     spark = get_or_create_session(master, "faults", conf)
     spark.sparkContext.setLogLevel("ERROR")
     wait_for_executors(spark, master)
