@@ -42,7 +42,7 @@ class SourceProcessor(Processor):
         self.changes = self.node.params.changes
         self.handler = config.deserialization_exception_handler
         #: records of a user topic further ahead of the wall clock go to the handler
-        self.max_future_skew_ms = None if self.node.params.get("internal") else config.max_future_skew_ms
+        self.max_future_skew_ms = None if self.node.params.internal else config.max_future_skew_ms
 
     def latest_allowed(self) -> float:
         """The newest timestamp a record may have now (``max_future_skew``)."""
