@@ -18,8 +18,8 @@ q5  hot items: bids counted per auction on 10 s windows advancing by 2 s, final 
     bids (ties: the larger auction id), keyed by window start.
 q6  per seller, the average winning price of their last 10 closed auctions (by
     ``expires``, then id). A user processor keeps open auctions with their best bid in
-    a store and closes them with a stream-time punctuator at their expiry
-    (:class:`CloseAuctions`); the Processor API is what Kafka Streams users reach for.
+    a store and closes them with a stream-time punctuator at their expiry: the
+    Processor API, as Kafka Streams users write it; ``examples/nexmark_q6/`` is this query.
 q7  the highest bid of each 10 s tumbling window (ties: larger bidder, then auction),
     final results, keyed by window start.
 q8  persons who opened an auction in the 10 s tumbling window they registered in:
@@ -31,11 +31,16 @@ to ``out_topic``; :data:`QUERIES` lists them with the topics they read.
 """
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
+from pathlib import Path
 from typing import Callable
 
-from streamlib import (Consumed, JoinWindows, Processor, Produced, PunctuationType, Record, Serdes, Stores,
-                       StreamsBuilder, StreamsConfig, Suppressed, TimeWindows, Topology)
+from streamlib import (Consumed, JoinWindows, Produced, Serdes, StreamsBuilder, StreamsConfig, Suppressed,
+                       TimeWindows, Topology)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "nexmark_q6"))
+import nexmark_q6  # noqa: E402
 
 S, J = Serdes.string(), Serdes.json()
 IN = Consumed.with_(S, J)
@@ -43,10 +48,7 @@ OUT = Produced.with_(S, J)
 WINDOW = timedelta(seconds=10)
 HOP = timedelta(seconds=2)
 WINDOW_MS = 10_000
-CLOSE_EVERY = timedelta(seconds=1)   # q6's punctuation interval (stream time)
-CLOSE_EVERY_MS = 1_000
-LAST_N = 10                          # q6: a seller's last 10 auctions
-OPEN_AUCTIONS = "open-auctions"      # q6's store
+CLOSE_EVERY_MS, LAST_N = nexmark_q6.CLOSE_EVERY_MS, nexmark_q6.LAST_N
 
 
 def build_q0(out: str) -> Topology:
@@ -134,64 +136,8 @@ def build_q5(out: str) -> Topology:
     return builder.build()
 
 
-class CloseAuctions(Processor):
-    """Keeps each open auction in ``open-auctions`` with its best bid so far and, as
-    stream time passes each second, closes the auctions that expired before it: a
-    closed auction with a bid is forwarded as ``seller -> {auction, expires, price}``.
-    Auctions and bids come in keyed by auction id; a bid counts while its auction runs."""
-
-    def init(self, context):
-        self.context = context
-        self.open = context.get_state_store(OPEN_AUCTIONS)
-        context.schedule(CLOSE_EVERY, PunctuationType.STREAM_TIME, self.close_expired)
-
-    def process(self, record):
-        event = record.value
-        if "expires" in event:                      # an auction
-            self.open.put(record.key, {"seller": event["seller"], "dateTime": event["dateTime"],
-                                       "expires": event["expires"], "price": None})
-            return
-        auction = self.open.get(record.key)
-        if (auction is not None and auction["dateTime"] <= event["dateTime"] <= auction["expires"]
-                and (auction["price"] is None or event["price"] > auction["price"])):
-            self.open.put(record.key, {**auction, "price": event["price"]})
-
-    def close_expired(self, now_ms: int) -> None:
-        # Whole seconds, so which auctions close depends on stream time only, not on
-        # when the punctuator ran (at a record, or at a batch boundary).
-        cutoff = now_ms - now_ms % CLOSE_EVERY_MS
-        expired = sorted((a["expires"], key, a) for key, a in self.open.all() if a["expires"] < cutoff)
-        for expires, key, auction in expired:
-            self.open.delete(key)
-            if auction["price"] is not None:
-                self.context.forward(Record(str(auction["seller"]),
-                                            {"auction": int(key), "expires": expires, "price": auction["price"]},
-                                            now_ms))
-
-
-def _keep_last(_seller, closed: dict, agg: dict) -> dict:
-    """The seller's last ``LAST_N`` closed auctions by (expires, auction), whatever
-    order they arrive in after the repartition."""
-    last = sorted(agg["last"] + [[closed["expires"], closed["auction"], closed["price"]]])
-    return {"last": last[-LAST_N:]}
-
-
-def _average(agg: dict):
-    # Kafka's KStreamAggregate forwards the initial (empty) aggregate as the old value
-    prices = [price for _, _, price in agg["last"]]
-    return sum(prices) / len(prices) if prices else None
-
-
-def build_q6(out: str) -> Topology:
-    builder = StreamsBuilder()
-    builder.add_state_store(Stores.key_value_store_builder(
-        Stores.persistent_key_value_store(OPEN_AUCTIONS), S, J))
-    events = builder.stream("auction", consumed=IN).merge(builder.stream("bid", consumed=IN))
-    (events.process(CloseAuctions, OPEN_AUCTIONS, named="close-auctions")
-     .group_by_key().aggregate(lambda: {"last": []}, _keep_last)
-     .map_values(_average)
-     .to_stream().to(out, produced=OUT))
-    return builder.build()
+# q6 is the Processor API example; the benchmark runs it as users run the example.
+build_q6 = nexmark_q6.build_topology
 
 
 def _highest(a: dict, b: dict) -> dict:
@@ -242,8 +188,6 @@ QUERIES: dict[str, tuple[Callable[[str], Topology], tuple[str, ...]]] = {
 }
 
 
-def streams_config(application_id: str, **settings) -> StreamsConfig:
-    """The queries' config: string keys and JSON values by default (Kafka Streams'
-    ``default.key.serde``/``default.value.serde``), so that repartitions, stores and
-    changelogs need no serde of their own."""
-    return StreamsConfig(application_id=application_id, default_key_serde=S, default_value_serde=J, **settings)
+#: string keys and JSON values by default (Kafka Streams' ``default.key.serde``/``default.value.serde``),
+#: so repartitions and stores need no serde of their own; the same for every query
+streams_config = nexmark_q6.streams_config

@@ -78,15 +78,17 @@ def run_spark(spark, query: str, bootstrap: str, work: str, max_records: int | N
     try:
         running.processAllAvailable()
         # The windows the last watermark closes are written by no-data batches, which
-        # processAllAvailable() does not wait for: wait until a batch finds nothing to do.
-        while True:
-            batch = (running.lastProgress or {}).get("batchId")
-            running.processAllAvailable()
-            time.sleep(0.05)
-            progress = running.lastProgress or {}
-            if progress.get("batchId") == batch and not running.status["isTriggerActive"]:
-                break
-        elapsed = time.perf_counter() - started
+        # processAllAvailable() does not wait for (and Trigger.AvailableNow does not run):
+        # done once three looks 0.1 s apart find no trigger running and no new batch.
+        quiet, batch, done = 0, None, time.perf_counter()
+        while quiet < 3:
+            time.sleep(0.1)
+            latest = (running.lastProgress or {}).get("batchId")
+            busy = running.status["isTriggerActive"] or running.status["isDataAvailable"]
+            quiet = 0 if busy or latest != batch else quiet + 1
+            if quiet == 0:
+                batch, done = latest, time.perf_counter()
+        elapsed = done - started   # not the looks that found it done
     finally:
         running.stop()
     return elapsed, f"{name}-out"
