@@ -105,13 +105,16 @@ def warm_up(spark, work: str, partitions: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--events", type=int, default=1_000_000)
+    p.add_argument("--events", type=int, default=200_000, help="events to generate (all are kept in memory)")
     p.add_argument("--batches", type=int, default=1, help="micro-batches to cut the input into (about)")
     p.add_argument("--queries", default=",".join(queries.QUERIES))
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--rate", type=int, default=generator.NexmarkConfig.rate, help="events per second of event time")
     p.add_argument("--kafka", metavar="HOST:PORT", help="write the events to this Kafka broker, not a local log")
     a = p.parse_args(argv)
+    unknown = set(a.queries.split(",")) - set(queries.QUERIES)
+    if unknown:
+        p.error(f"unknown queries {sorted(unknown)}: choose from {','.join(queries.QUERIES)}")
     from common import bench_session   # pyspark only once the arguments are good
 
     work = tempfile.mkdtemp(prefix="nexmark-")
