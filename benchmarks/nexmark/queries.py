@@ -18,7 +18,8 @@ q5  hot items: bids counted per auction on 10 s windows advancing by 2 s, final 
     bids (ties: the larger auction id), keyed by window start.
 q6  per seller, the average winning price of their last 10 closed auctions (by
     ``expires``, then id). A user processor keeps open auctions with their best bid in
-    a store and closes them with a stream-time punctuator at their expiry: the
+    a store and closes them with a stream-time punctuator at the first whole second of
+    stream time after their expiry: the
     Processor API, as Kafka Streams users write it; ``examples/nexmark_q6/`` is this query.
 q7  the highest bid of each 10 s tumbling window (ties: larger bidder, then auction),
     final results, keyed by window start.
@@ -36,8 +37,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Callable
 
-from streamlib import (Consumed, JoinWindows, Produced, Serdes, StreamsBuilder, StreamsConfig, Suppressed,
-                       TimeWindows, Topology)
+from streamlib import Consumed, JoinWindows, Produced, Serdes, StreamsBuilder, Suppressed, TimeWindows, Topology
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "nexmark_q6"))
 import nexmark_q6  # noqa: E402
