@@ -111,6 +111,7 @@ bench: $(STAMP) java
 	$(VPY) benchmarks/latency_bench.py
 	$(VPY) benchmarks/python_task_bench.py
 	$(VPY) benchmarks/source_runner_bench.py
+	$(VPY) benchmarks/nexmark/run.py --events 200000
 
 clean:
 	rm -rf $(VENV) $(VENV_SMOKE) .cache streamlib-data streamlib-state examples/wordcount/run docs/_build
