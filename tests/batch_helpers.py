@@ -8,6 +8,7 @@ import random
 import pyarrow as pa
 
 from streamlib import StreamsConfig
+from streamlib.runtime.encoding import InputEncoding
 from streamlib.runtime.task import Task
 from streamlib.state import open_task_stores
 
@@ -44,8 +45,10 @@ def random_batches(seed: int, batches: int = 6, per_batch: int = 150) -> list[pa
     return out
 
 
-def run(top, batches, tmp_path, name, batch_path, handler="fail", punctuate=None):
-    """Every batch through one Task; ``batch_path`` False: per record. Returns the
+def run(top, batches, tmp_path, name, batch_path, handler="fail", punctuate=None,
+        encoding=InputEncoding.RECORDS):
+    """Every batch through one Task (its rows encoded as ``encoding`` says); ``batch_path``
+    False: per record. Returns the
     outputs per batch, the stores' bytes, the counters, and the batches counted whole."""
     config = StreamsConfig(application_id="app", state_dir=str(tmp_path / name),
                            deserialization_exception_handler=handler)
@@ -61,7 +64,7 @@ def run(top, batches, tmp_path, name, batch_path, handler="fail", punctuate=None
                 task._batch_child = None
             elif task._batch_child is not None:
                 whole += task._takes_table(table.take(list(range(table.num_rows))))
-            task.process_table(table)
+            task.process_table(table, encoding)
             task.commit()
             outputs.append(task.take_output())
         stores.begin(len(batches))

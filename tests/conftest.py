@@ -13,6 +13,7 @@ pytest_plugins = ["kafka_broker", "spark_session", "oracle_driver"]
 _JVM_FIXTURES = {"spark", "kafka_bootstrap", "oracle_results", "local_cluster"}
 #: text of a test module that starts a JVM without those fixtures (a subprocess, an app)
 _JVM_HINTS = ("spark-submit", "Streams(", "SparkSession", "kafka_local", "run_on_local_cluster", "make_wheel",
+              "import functions as F",  # Column expressions need a SparkContext
               "subprocess", "sphinx")
 _jvm_modules: dict[str, bool] = {}
 

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from streamlib import Consumed, Materialized, Serdes, StreamsBuilder, StreamsConfig, TimeWindows
+from streamlib.runtime.encoding import InputEncoding
 from streamlib.spark.hashing import hash_partition
 from streamlib.spark.window_counts import WindowCountInput, aggregate_range, window_count_inputs
 from streamlib.topics.base import RECORD_SCHEMA
@@ -90,7 +91,7 @@ def test_pre_aggregated_rows_count_what_the_rows_count(tmp_path, advance, tasks,
             assert sum(t.num_rows for t in aggregated) < sum(t.num_rows for t in raws)
         expected = run(top, raws, tmp_path, f"records-{task}", batch_path=False, handler="log_and_continue")
         found = run(top, aggregated, tmp_path, f"aggregated-{task}", batch_path=True,
-                    handler="log_and_continue")
+                    handler="log_and_continue", encoding=InputEncoding.WINDOW_COUNTS)
         assert found[0] == expected[0]
         assert found[1] == expected[1]
         assert found[2] == expected[2]

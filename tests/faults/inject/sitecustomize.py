@@ -122,10 +122,10 @@ def _install() -> None:
 
     process_table = Task.process_table
 
-    def process_then_die(self, rows):
+    def process_then_die(self, rows, *args, **kwargs):
         _hit("mid-batch")
         _hit("executor")
-        return process_table(self, rows)
+        return process_table(self, rows, *args, **kwargs)
 
     commit = Task.commit
 
