@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 from streamlib import Serde, Serdes, StreamsConfig, Topology, TopologyTestDriver
+from streamlib.topics.partitioner import default_partitioner
 from engine import Workspace
 
 STRING = Serdes.string()
@@ -63,6 +66,19 @@ def in_time_order(inputs: list[Input]) -> list[tuple[Input, tuple]]:
     partitions (one record of a key always precedes the key's later records)."""
     tagged = [[(inp, record) for record in inp.records] for inp in inputs]
     return list(heapq.merge(*tagged, key=lambda pair: pair[1][2]))
+
+
+def kafka_order(rows: list[tuple], partitions: int) -> list[tuple]:
+    """``rows`` (key, value, timestamp) as Kafka Streams takes them from a topic of
+    ``partitions`` partitions (keys placed by the default partitioner): each partition in
+    produce order, the one whose next record is oldest first (by the largest timestamp
+    up to it, as ``streamlib.runtime.order``; ties to the lower partition)."""
+    by_partition: list[list[tuple]] = [[] for _ in range(partitions)]
+    for row in rows:
+        by_partition[default_partitioner(row[0].encode(), partitions)].append(row)
+    entries = [np.maximum.accumulate([r[2] for r in part]) if part else [] for part in by_partition]
+    merged = sorted((int(entries[p][i]), p, i) for p in range(partitions) for i in range(len(by_partition[p])))
+    return [by_partition[p][i] for _, p, i in merged]
 
 
 def run_driver(topology: Topology, inputs: list[Input], outputs: Outputs,

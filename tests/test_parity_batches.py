@@ -17,15 +17,13 @@ import tempfile
 from datetime import timedelta
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from both_engines import Input, assert_engines_agree, run_driver, run_spark
+from both_engines import Input, assert_engines_agree, kafka_order, run_driver, run_spark
 from engine import Workspace
 from streamlib import (Consumed, Materialized, Produced, Serdes, StreamsBuilder, Suppressed, TimeWindows)
-from streamlib.topics.partitioner import default_partitioner
 
 S, L = Serdes.string(), Serdes.long()
 PARTITIONS = 2
@@ -62,19 +60,6 @@ def build(shape: dict):
     return topology
 
 
-def kafka_order(rows: list[tuple]) -> list[tuple]:
-    """``rows`` (key, value, timestamp) as Kafka Streams takes them from a topic of
-    :data:`PARTITIONS` partitions (keys placed by the default partitioner): each partition
-    in produce order, the one whose next record is oldest first (by the largest
-    timestamp up to it, as ``streamlib.runtime.order``; ties to the lower partition)."""
-    by_partition: list[list[tuple]] = [[] for _ in range(PARTITIONS)]
-    for row in rows:
-        by_partition[default_partitioner(row[0].encode(), PARTITIONS)].append(row)
-    entries = [np.maximum.accumulate([r[2] for r in part]) if part else [] for part in by_partition]
-    merged = sorted((int(entries[p][i]), p, i) for p in range(PARTITIONS) for i in range(len(by_partition[p])))
-    return [by_partition[p][i] for _, p, i in merged]
-
-
 # each example is a Spark run or two (a few minutes on a busy 2-core machine)
 @pytest.mark.timeout(400 * (EXAMPLES + 1))
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck),
@@ -92,8 +77,8 @@ def test_spark_matches_the_driver_wherever_batches_are_cut(spark, events, shape,
     keyed = [row for row in events if row[0] is not None]   # a key-less row's partition is round robin
     inputs = [Input("events", keyed, partitions=PARTITIONS), Input("customers", customers, partitions=PARTITIONS),
               Input("orders", orders, partitions=PARTITIONS)]
-    ordered = [Input("events", kafka_order(keyed)), Input("customers", kafka_order(customers)),
-               Input("orders", kafka_order(orders))]
+    ordered = [Input("events", kafka_order(keyed, PARTITIONS)), Input("customers", kafka_order(customers, PARTITIONS)),
+               Input("orders", kafka_order(orders, PARTITIONS))]
     # one task per stage, as the driver (and Kafka's) runs: with a task per partition, a
     # task's stream time is the largest of its own records, so two tasks may drop
     # different late records, as Kafka Streams' own would (docs/semantics.md)

@@ -19,16 +19,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
-from both_engines import Input, Outcome, assert_engines_agree, run_driver, run_spark
+from both_engines import Input, Outcome, assert_engines_agree, kafka_order, run_driver, run_spark
 from engine import Workspace
 from streamlib import Consumed, Materialized, Produced, Serdes, StreamsBuilder, TimeWindows
 from streamlib.spark.plan import EXCLUDED_RULES_CONF
-from streamlib.topics.partitioner import default_partitioner
 
 S, L = Serdes.string(), Serdes.long()
 PARTITIONS = 2
@@ -46,18 +44,6 @@ windows = st.fixed_dictionaries({"size": st.sampled_from([5_000, 10_000, 60_000]
                                  "grace": st.sampled_from([0, 3_000, 10_000])})
 batches = st.sampled_from([None, 1, 4])
 LATE_CLICK = [("u1", "home", 10_000), ("u2", "home", 75_000), ("u2", "home", 30_000), ("u4", "cart", 31_000)]
-
-
-def kafka_order(rows: list[tuple]) -> list[tuple]:
-    """``rows`` as Kafka Streams takes them from :data:`PARTITIONS` partitions (keys placed
-    by the default partitioner): the partition whose next record is oldest first, by the
-    largest timestamp up to it (``streamlib.runtime.order``; ties to the lower partition)."""
-    by_partition: list[list[tuple]] = [[] for _ in range(PARTITIONS)]
-    for row in rows:
-        by_partition[default_partitioner(row[0].encode(), PARTITIONS)].append(row)
-    entries = [np.maximum.accumulate([r[2] for r in part]) if part else [] for part in by_partition]
-    merged = sorted((int(entries[p][i]), p, i) for p in range(PARTITIONS) for i in range(len(by_partition[p])))
-    return [by_partition[p][i] for _, p, i in merged]
 
 
 def time_windows(shape: dict) -> TimeWindows:
@@ -119,7 +105,7 @@ def check_rule(spark, rule: str, build: Callable, events: list[tuple], batch, bu
     inputs = [Input("events", events, partitions=PARTITIONS)]
     overrides = {"max_records_per_batch": batch} if batch else {}
     with tempfile.TemporaryDirectory() as root:
-        driver = run_driver((build_for_driver or build)(), [Input("events", kafka_order(events))], OUTPUTS,
+        driver = run_driver((build_for_driver or build)(), [Input("events", kafka_order(events, PARTITIONS))], OUTPUTS,
                             Workspace(Path(root) / "driver").config())
         one_task = run_spark(spark, Workspace(Path(root) / "one"), build(), inputs, OUTPUTS,
                              num_partitions=1, **overrides)
