@@ -122,6 +122,52 @@ def test_streamlibs_sessions_name_the_variable_for_their_processes(spark):
     assert spark.sparkContext.getConf().get(f"spark.executorEnv.{SESSION_VARIABLE}") == "1"
 
 
+HANDED_OVER_APP = """
+import json, sys
+from pyspark.sql import SparkSession
+from streamlib.spark.session import register_data_sources
+
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+
+def inside(batches):
+    import os, sys
+    import pyarrow as pa
+    for _ in batches:
+        yield pa.RecordBatch.from_pydict({"seen": [json.dumps([
+            [os.path.basename(p) for p in sys.path if p.endswith((".zip", ".jar")) and "spark" in p],
+            sorted(k for k in os.environ if k.startswith("STREAMLIB_SPARK"))])]})
+
+before = spark.range(1, numPartitions=1).mapInArrow(inside, "seen string")
+register_data_sources(spark)
+after = spark.range(1, numPartitions=1).mapInArrow(inside, "seen string")
+print("BEFORE", before.collect()[0].seen)
+print("AFTER", after.collect()[0].seen)
+spark.stop()
+"""
+
+
+def test_a_session_handed_to_streamlib_marks_the_processes_of_functions_made_afterwards(tmp_path):
+    # A user's session handed to streamlib (Streams(spark=...) registers the data
+    # sources): streamlib's functions made from then on run in processes marked as
+    # streamlib's, which import pyspark from site-packages; the user's earlier ones
+    # keep Spark's own workers and path.
+    import json
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != SESSION_VARIABLE}
+    env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    script = tmp_path / "handed_over.py"
+    script.write_text(HANDED_OVER_APP)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = {line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1]) for line in done.stdout.splitlines()
+            if line.startswith(("BEFORE", "AFTER"))}
+    archives, variables = seen["BEFORE"]
+    assert archives[0] == "pyspark.zip" and variables == [], seen
+    assert seen["AFTER"] == [[], [SESSION_VARIABLE]], seen
+
+
 def test_another_spark_homes_zip_stays_first_at_process_start(tmp_path):
     import shutil
     import subprocess

@@ -66,15 +66,18 @@ def go_back_where_diverged(backend: Any, offsets: Mapping[str, Any], application
     go_on = plain(offsets)
     resumed: Offsets = {}
     for topic, parts in (offsets.get(EPOCHS) or {}).items():
-        bounds = None
+        ends = starts = None
         for partition, epoch in parts.items():
             offset = go_on.get(topic, {}).get(partition)
             history = backend.epoch_history(topic, int(partition))
             if offset is None or history is None:
                 continue
             # the end after the history: an epoch it lists is never newer than the records
-            bounds = bounds or (backend.start_offsets(topic), backend.end_offsets(topic))
-            start, end = bounds[0][int(partition)], bounds[1][int(partition)]
+            ends = ends or backend.end_offsets(topic)
+            end, start = ends[int(partition)], 0
+            if int(epoch) < history[0][0]:   # read from a topic this one replaced: back to the log start
+                starts = starts or backend.start_offsets(topic)
+                start = starts[int(partition)]
             try:
                 back = diverged_at(history, start, end, int(epoch), offset)
             except EpochUnknown:

@@ -54,6 +54,7 @@ def register_data_sources(spark: SparkSession) -> SparkSession:
 
     quiet_spark_logs(spark)
     show_restore_bars(spark)
+    mark_streamlib_processes(spark)
     spark.dataSource.register(TopicDataSource)
     spark.dataSource.register(StoreDataSource)
     spark.dataSource.register(ClockDataSource)
@@ -70,6 +71,22 @@ def show_restore_bars(spark: SparkSession) -> None:
         return
     if context.master.startswith("local") and sys.stderr.isatty():
         context.environment[RESTORE_BARS] = "1"
+
+
+def mark_streamlib_processes(spark: SparkSession) -> None:
+    """Have the Python processes Spark starts for the functions made in ``spark`` from now
+    on (streamlib's data sources, their planners and read tasks, its stages) marked as
+    streamlib's, as a session streamlib creates marks them all (:data:`SESSION_ENV`):
+    ``streamlib-spark-path.pth`` then spares each of them importing pyspark from Spark's
+    archives (:mod:`_streamlib_spark_path`). A session made by someone else gets it only
+    once it is handed to streamlib (``Streams(spark=...)``, :func:`register_data_sources`);
+    Spark keys its Python workers by their environment, so functions made before that
+    keep their own, unmarked workers."""
+    try:
+        context = spark.sparkContext
+    except Exception:  # noqa: BLE001 - Spark Connect: no Python processes of ours to mark
+        return
+    context.environment[SESSION_VARIABLE] = SESSION_ENV[1]
 
 
 def _configured(key: str, submitted: bool) -> bool:

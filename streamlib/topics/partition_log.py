@@ -104,6 +104,7 @@ class PartitionLog:
         self._mutex = threading.RLock()
         self._lock_fd: Optional[int] = None
         self._epochs_seen: Optional[tuple] = None  # the epochs file when the segments were read
+        self._history: Optional[tuple[Optional[tuple], History]] = None  # (its file's identity, epochs)
 
     # ---- views -------------------------------------------------------------
     def end_offset(self) -> int:
@@ -118,8 +119,15 @@ class PartitionLog:
 
     def epochs(self) -> History:
         """The partition's epoch history (read after the segments: a reader that saw
-        records appended under a new epoch sees that epoch)."""
-        return read_history(self.path)
+        records appended under a new epoch sees that epoch). Kept while its file is the
+        same (it is only ever replaced whole, :func:`~streamlib.topics.epochs.write_history`):
+        a source asks for it several times per micro-batch."""
+        seen = _file_identity(os.path.join(self.path, EPOCHS_FILE))
+        known = self._history
+        if known is None or known[0] != seen:
+            # stat before the read: a replacement in between is read again next time
+            known = self._history = (seen, read_history(self.path))
+        return known[1]
 
     def read_arrow(self, start: int, end: int) -> pa.Table:
         """Rows with ``start <= offset < end``, zero-copy from the mapped segments."""
@@ -319,11 +327,7 @@ class PartitionLog:
         """Drop the frames known so far if the log started a new epoch since: its tail
         was cut and may have been written again in place, where known frames (read
         before the damage) would name bytes that are now other records."""
-        try:
-            st = os.stat(os.path.join(self.path, EPOCHS_FILE))
-            seen = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except FileNotFoundError:
-            seen = None
+        seen = _file_identity(os.path.join(self.path, EPOCHS_FILE))
         if seen != self._epochs_seen:
             if self._segments:
                 self._segments, self._where, self._lasts = [], [], []
@@ -478,6 +482,16 @@ class PartitionLog:
     def _sync_dir(self) -> None:
         if self.fsync:
             fsync_path(self.path, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def _file_identity(path: str) -> Optional[tuple[int, int, int]]:
+    """``(inode, mtime in ns, size)`` of a file, ``None`` if there is none: changes when
+    the file is replaced or written."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def _pwrite_all(fd: int, data: bytes, pos: int) -> None:
