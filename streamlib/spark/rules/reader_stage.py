@@ -12,9 +12,8 @@ pre-aggregates (the reader does one or the other).
 """
 from __future__ import annotations
 
-from typing import Optional
-
 from dataclasses import replace
+from typing import Optional
 
 from streamlib.spark import kafka_source
 from streamlib.spark.plan import PhysicalPlan, PlanContext, PlannedStage, Runner, user_sources
