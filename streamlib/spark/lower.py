@@ -91,8 +91,6 @@ class BatchPlan:
             excluded_rules = spark.conf.get(EXCLUDED_RULES_CONF, "") or ""
         #: the physical plan (:mod:`streamlib.spark.plan`)
         self.physical = plan_batch(PlanContext(topology, config, backend, self.num_partitions), excluded_rules)
-        self.chains = self.physical.chains
-        self.window_counts = self.physical.window_counts
         internal = frozenset(t for sub in topology.subtopologies for t in sub.repartition_inputs)
         executed = without_columns(topology, self.chains) if self.chains else topology
         # One plan per start of the application: its id keeps tasks from reusing stores
@@ -113,6 +111,16 @@ class BatchPlan:
         self._template: Optional[PlanTemplate] = None
         # Not with a persisted stage output: it is the batch's own.
         self._reuse_plans = not any(stage.persists_output for stage in self.stages)
+
+    @property
+    def chains(self) -> dict:
+        """Column chains by source node (the plan's)."""
+        return self.physical.chains
+
+    @property
+    def window_counts(self) -> dict:
+        """Topics the source's reader pre-aggregates (the plan's)."""
+        return self.physical.window_counts
 
     def tick_keys(self, n: int) -> list[bytes]:
         """For each partition ``p`` of ``n``, a key that Spark's hash partitioning (as in

@@ -3,7 +3,7 @@
 Building a batch's DataFrame costs a Py4J round trip and an eager analysis per
 transformation, 2-4 ms each in Spark Classic: 30-50 ms a batch for a plan of a dozen
 steps, while the executors wait. Yet every batch's plan is the same but for its
-source: ``foreachBatch`` hands over each batch as one ``LogicalRDD`` leaf with the
+source: ``foreachBatch`` hands over each batch as one leaf over the batch's RDD, with the
 same output attributes (the streaming plan's), only another RDD. So the first batch's
 analyzed plan serves as a template: later batches put their own leaf where the
 first one's was (one plan rewrite in the JVM, through :mod:`streamlib.spark.internals`)

@@ -88,8 +88,6 @@ def window_count_inputs(topology: Topology, config: StreamsConfig,
     conditions of ``TimeWindowAggregateProcessor.takes_batches`` and the source's
     ``takes_table``). ``tasks_of``: each sub-topology's task count."""
     topology = topology.resolve(config)
-    if config.max_future_skew_ms is not None:
-        return {}   # the wall clock is the task's: its source judges each record's timestamp
     readers: dict[str, int] = {}
     for sub in topology.subtopologies:
         for topic in sub.input_topics:

@@ -4,7 +4,8 @@ The conditions and why the result is exact: :mod:`streamlib.spark.window_counts`
 (a cached, emit-on-update time-window count reading a user topic of the embedded log
 that no other stage reads). The count's stage then gets rows encoded as
 :attr:`~streamlib.runtime.encoding.InputEncoding.WINDOW_COUNTS`. Not with Kafka:
-Spark's own Kafka source reads those topics.
+Spark's own Kafka source reads those topics. Nor under ``max_future_skew``: the wall
+clock that judges each record's timestamp is the task's, so its source must see them.
 """
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ class WindowCountPreAggregation:
     @staticmethod
     def _inputs(plan: PhysicalPlan, ctx: PlanContext) -> dict[str, WindowCountInput]:
         if ctx.backend is not None and kafka_source.is_kafka(ctx.backend.url):
+            return {}
+        if ctx.config.max_future_skew_ms is not None:
             return {}
         if plan.window_counts or plan.reader_stage is not None:
             return {}
