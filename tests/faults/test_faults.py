@@ -98,4 +98,8 @@ def test_each_check_reports_what_it_is_for():
     assert check_output("t", "per-record", corrected, corrected) == []
     assert check_output("t", "per-record", corrected, first)  # the correction lost
     assert "lacks the update header" in " ".join(check_output("t", "per-record", corrected, first + first))
+    # a retraction (a late delete before the record's time came after it) = no result
+    retracted = first + rows(("A", None, 6), headers={"streamlib.update": b"1"})
+    assert check_output("t", "per-record", [], retracted) == []
+    assert check_output("t", "per-record", first, retracted)  # the result lost
     assert "corrupt" in check_output("t", "latest", counts, counts + [("<corrupt>", "x", 0, {})])[0]

@@ -56,8 +56,9 @@ class Output:
       results: no loss, no duplicate, no early result);
     * ``per-record``: the same latest value per ``(key, timestamp)`` (a join with
       grace: a stream record's result may be corrected later; the order of first
-      results and corrections depends on micro-batch cuts), and only corrections
-      carry the ``streamlib.update`` header (no corrupted output).
+      results and corrections depends on micro-batch cuts), a correction to ``None``
+      (a retraction) counting as no result, and only corrections carry the
+      ``streamlib.update`` header (no corrupted output).
     """
 
     key_serde: Serde
