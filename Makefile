@@ -16,9 +16,9 @@ VENV_SMOKE := .venv43
 VPY_SMOKE := $(abspath $(VENV_SMOKE))/bin/python
 # wordcount, windowed + suppress, grace join, live queries and the Spark internals (not Kafka:
 # Spark's Kafka source 4.3.0, spark-sql-kafka-0-10_2.13, is not served by Maven Central yet)
-SMOKE_TESTS := tests/test_engine_spark.py tests/test_windows_spark.py tests/test_grace_join_spark.py \
-	tests/test_interactive_queries.py tests/test_spark_internals.py \
-	tests/test_spark_workers.py
+SMOKE_TESTS := tests/spark/test_engine_spark.py tests/spark/test_windows_spark.py tests/spark/test_grace_join_spark.py \
+	tests/spark/test_interactive_queries.py tests/spark/test_spark_internals.py \
+	tests/spark/test_spark_workers.py
 
 .PHONY: test test-fast test-smoke-spark43 wordcount bench java jars kafka-up kafka-down clean faults docs parity-soak rules-soak
 
@@ -65,7 +65,7 @@ test: $(STAMP) java jars
 # The smoke subset on the other PySpark (pyproject.toml allows 4.1 to 4.3).
 # The tests that start no JVM (a few minutes): your inner loop.
 test-fast: $(STAMP)
-	$(VPY) -m pytest -q -m "not jvm" -p no:cacheprovider
+	$(VPY) -m pytest -q -p no:cacheprovider tests/unit
 
 test-smoke-spark43: $(VENV_SMOKE)/.installed-stamp java jars
 	PYSPARK_PYTHON=$(VPY_SMOKE) PYSPARK_DRIVER_PYTHON=$(VPY_SMOKE) $(VPY_SMOKE) -m pytest -q $(SMOKE_TESTS)
@@ -77,7 +77,7 @@ wordcount: $(STAMP) java
 	    examples/wordcount/wordcount.py --input examples/wordcount/data/input.txt
 
 # The documentation site (docs/, Sphinx) into docs/_build/html; warnings are errors.
-# tests/test_docs.py runs the same build and the docs' code blocks.
+# tests/spark/test_docs.py runs the same build and the docs' code blocks.
 docs: $(STAMP)
 	$(VPY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
@@ -91,14 +91,14 @@ faults: $(STAMP) java
 # PARITY_EXAMPLES cases (make test runs the fixed cases only). Prints the cases tried and any difference.
 PARITY_EXAMPLES ?= 200
 parity-soak: $(STAMP) java
-	PARITY_EXAMPLES=$(PARITY_EXAMPLES) $(VPY) -m pytest -q tests/test_parity_batches.py \
-	    tests/test_batch_parity_cases.py --hypothesis-show-statistics
+	PARITY_EXAMPLES=$(PARITY_EXAMPLES) $(VPY) -m pytest -q tests/spark/test_parity_batches.py \
+	    tests/spark/test_batch_parity_cases.py --hypothesis-show-statistics
 
 # Each plan rule against the plain plan and the test driver on random inputs
 # (spark/rules/): RULES_EXAMPLES cases per rule (make test runs each rule's fixed case).
 RULES_EXAMPLES ?= 50
 rules-soak: $(STAMP) java
-	RULES_EXAMPLES=$(RULES_EXAMPLES) $(VPY) -m pytest -q tests/test_rules_parity.py --hypothesis-show-statistics
+	RULES_EXAMPLES=$(RULES_EXAMPLES) $(VPY) -m pytest -q tests/spark/test_rules_parity.py --hypothesis-show-statistics
 
 bench: $(STAMP) java
 	$(VPY) benchmarks/topics_bench.py

@@ -1,4 +1,4 @@
-"""One run of an exactly-once wordcount on Kafka, for tests/test_exactly_once_kafka.py
+"""One run of an exactly-once wordcount on Kafka, for tests/kafka/test_exactly_once_kafka.py
 (which SIGKILLs it at random points): ``python eos_wordcount_run.py BOOTSTRAP APP_ID
 SOURCE_TOPIC WORKDIR``. Prints ``done`` when everything available is processed."""
 import sys

@@ -143,7 +143,7 @@ JOIN_SCENARIOS: dict[str, Scenario] = {
 # table's history for 10 s, longer than any case. One input shape is left out there:
 # a tombstone at a time its key already has a version at — Kafka's store then forgets
 # the delete when no older version exists, ours keeps it (README, "Joins with late
-# table updates"; tests/test_kstream_ktable_grace_join.py pins ours).
+# table updates"; tests/unit/test_kstream_ktable_grace_join.py pins ours).
 
 
 def _no_tombstone_on_a_version(records: list[dict]) -> list[dict]:

@@ -11,7 +11,7 @@ itself raises (an analysis error, a failed job) are never taken for a missing in
 
 ``STREAMLIB_SPARK_INTERNALS=off`` in the environment runs every public path from the
 start (how the tests prove the fallbacks give the same results). No other module of
-streamlib touches a private Spark API (``tests/test_spark_internals.py`` checks it).
+streamlib touches a private Spark API (``tests/spark/test_spark_internals.py`` checks it).
 """
 from __future__ import annotations
 

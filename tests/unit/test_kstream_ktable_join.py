@@ -168,7 +168,7 @@ def test_rekeyed_stream_joins_through_the_repartition():
 def test_grace_builds_the_versioned_join():
     """Kafka needs a versioned table for a grace period (KIP-923); here grace > 0 builds
     the join with its own versioned store and stream buffer (the late-update
-    re-trigger, tests/test_kstream_ktable_grace_join.py), and no longer fails."""
+    re-trigger, tests/unit/test_kstream_ktable_grace_join.py), and no longer fails."""
     builder = StreamsBuilder()
     table = builder.table("t", consumed=CONSUMED)
     builder.stream("s", consumed=CONSUMED).join(table, tostring_joiner, Joined.with_(grace=5)).to("o")

@@ -1,6 +1,6 @@
 """The physical plan and its rules, without Spark: where each rule applies, where its
 exclusions keep it out, and that leaving rules out gives the plain plan. (That a rule
-never changes a result is tests/test_rules_parity.py, through Spark.)"""
+never changes a result is tests/spark/test_rules_parity.py, through Spark.)"""
 from __future__ import annotations
 
 from datetime import timedelta

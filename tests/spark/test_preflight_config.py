@@ -14,7 +14,7 @@ from streamlib.preflight import check_before_spark
 from streamlib.topics import TopicsError, open_backend
 from streamlib.topology import TopologyError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _topology():

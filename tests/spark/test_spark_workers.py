@@ -114,7 +114,7 @@ def test_processes_of_other_sessions_keep_sparks_path():
 def test_the_pth_and_the_module_name_the_same_variable():
     from pathlib import Path
 
-    pth = (Path(__file__).resolve().parent.parent / "streamlib-spark-path.pth").read_text()
+    pth = (Path(__file__).resolve().parents[2] / "streamlib-spark-path.pth").read_text()
     assert f"'{SESSION_VARIABLE}' in os.environ" in pth
 
 

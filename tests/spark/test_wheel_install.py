@@ -15,7 +15,7 @@ import pytest
 
 import streamlib
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OLDEST = os.environ.get("STREAMLIB_TEST_OLDEST_PYTHON", "python3.10")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from streamlib import Serdes, TopologyTestDriver
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "nexmark_q6" / "nexmark_q6.py"
 sys.path.insert(0, str(ROOT / "benchmarks" / "nexmark"))
 

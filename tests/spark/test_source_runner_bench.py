@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "source_runner_bench.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "source_runner_bench.py"
 
 
 def test_the_runner_bench_times_each_step_of_a_query_start():

@@ -12,7 +12,7 @@ from engine import Workspace, latest_per_key, python_count, wordcount_topology
 from streamlib import Serdes
 from streamlib.cli import main
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def streamlib(*args, stdin=""):

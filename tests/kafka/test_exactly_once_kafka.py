@@ -21,7 +21,7 @@ from streamlib.topics import TopicsError, open_backend, records_to_arrow
 from engine import python_count, wordcount_topology
 from test_engine_spark import random_lines
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def _rows(*values):

@@ -716,7 +716,7 @@ def test_session_fetch_null_key_is_an_error(ss):
 # at or before its largest session end - retention from every fetch; streamlib keeps them
 # until their segment is dropped, as Kafka's cached store (what DSL users query) still
 # serves them: SessionWindowedKStreamImplTest#shouldMaterializeCount and its siblings
-# (tests/test_session_windowed_kstream.py) expect session [10,15] in the store after a
+# (tests/unit/test_session_windowed_kstream.py) expect session [10,15] in the store after a
 # record at 600 with retention 90. Merges never see them (SessionAggregateProcessor.find_from).
 
 

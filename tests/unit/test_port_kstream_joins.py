@@ -10,7 +10,7 @@ same records in the same order. Kafka's input topics there are created with a st
 time of 0 and no auto-advance, so a record piped without a timestamp has timestamp 0;
 the tests below pass that 0 explicitly.
 
-Tests already ported in tests/test_kstream_kstream_join.py, test_kstream_map.py,
+Tests already ported in tests/unit/test_kstream_kstream_join.py, test_kstream_map.py,
 test_kstream_branch_merge.py and test_kstream_to_table_repartition.py are not repeated.
 """
 from __future__ import annotations

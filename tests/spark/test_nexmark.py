@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-NEXMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "nexmark"
+NEXMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "nexmark"
 sys.path.insert(0, str(NEXMARK))
 
 import generator  # noqa: E402

@@ -15,7 +15,7 @@ import pytest
 from streamlib import StreamsConfig
 from streamlib.cli import build_parser
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
 # Markdown files whose links must stay inside the repository (README too).
@@ -29,7 +29,7 @@ def python_blocks(page: Path) -> list[str]:
 
 
 def _pages_with_code() -> list[Path]:
-    """Pages with Python blocks (the README's tour runs in tests/test_examples_cli_bugs.py)."""
+    """Pages with Python blocks (the README's tour runs in tests/spark/test_examples_cli_bugs.py)."""
     return [p for p in PAGES if python_blocks(p)]
 
 

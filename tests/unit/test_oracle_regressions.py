@@ -1,4 +1,4 @@
-"""Differences the Kafka Streams oracle (tests/test_oracle.py) found, each reduced to a
+"""Differences the Kafka Streams oracle (tests/oracle/test_oracle.py) found, each reduced to a
 minimal TopologyTestDriver case with Kafka Streams 4.3.1's output as the expectation."""
 from __future__ import annotations
 

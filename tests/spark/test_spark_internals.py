@@ -13,7 +13,7 @@ import pytest
 from streamlib import Serdes
 from streamlib.spark import internals
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INTERNALS = ROOT / "streamlib" / "spark" / "internals.py"
 #: Names of PySpark's, Py4J's and the JVM's private surface, as code (not prose) uses them.
 PRIVATE_NAMES = frozenset({

@@ -351,7 +351,7 @@ def test_enrichment_example_under_the_driver():
     each order one first result, and five corrections with the header."""
     import sys
     from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "enrichment"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "enrichment"))
     from enrichment import OUTPUT, build_topology, read_events
     with TopologyTestDriver(build_topology(), config()) as driver:
         topics = {name: driver.create_input_topic(name, S, S) for name in ("orders", "customers")}

@@ -11,7 +11,7 @@ import pytest
 
 from tests.kafka_broker import kafka_bootstrap  # noqa: F401  (fixture)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import kafka_local  # noqa: E402
 
 @pytest.fixture

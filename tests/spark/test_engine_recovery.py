@@ -12,7 +12,7 @@ from streamlib import Serdes
 from engine import Workspace, latest_per_key, python_count, wordcount_topology
 from test_engine_spark import random_lines
 
-TESTS = str(Path(__file__).parent)
+TESTS = str(Path(__file__).resolve().parents[1])
 CRASH_AFTER_STORES_COMMIT = """
 import os, sys
 sys.path.insert(0, {tests!r})

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from streamlib import Serdes, TopologyTestDriver
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "dedup" / "dedup.py"
 S = Serdes.string()
 

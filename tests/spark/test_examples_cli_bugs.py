@@ -13,7 +13,7 @@ import pytest
 from streamlib.cli import main as cli_main
 from streamlib.topics import open_backend
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("partition", ["9", "-1"])
