@@ -11,14 +11,15 @@ source runner of every query are such processes, and no Spark setting chooses th
 module, so only code that runs at interpreter start can spare them that.
 
 ``streamlib-spark-path.pth``, installed next to this module, calls
-:func:`strip_spark_archives` at interpreter start only when :data:`SESSION_VARIABLE`
+:func:`start_marked_process` at interpreter start only when :data:`SESSION_VARIABLE`
 is in the environment: sessions streamlib creates or configures set it for the
 processes Spark starts for them (``spark.executorEnv.STREAMLIB_SPARK_SESSION``, see
 :mod:`streamlib.spark.session`); any other process, another application's Spark
 workers included, is left as it is. The archives are dropped only when the installed
 pyspark is the one zipped in them, so another ``SPARK_HOME`` (possibly another
 version) still wins. This module is top-level and imports nothing beyond the standard
-library: it runs before anything else in those processes.
+library (streamlib only in the daemon of a marked session): it runs before anything else
+in those processes.
 """
 from __future__ import annotations
 
@@ -87,3 +88,40 @@ def _prefixes(path: str) -> list[str]:
         found.append(path)
         path = os.path.dirname(path)
     return found
+
+
+#: the module of Spark's own Python daemon (``spark.python.daemon.module``'s default)
+SPARK_DAEMON = "pyspark.daemon"
+
+
+def is_spark_daemon(argv: list[str]) -> bool:
+    """Whether ``argv`` (``sys.orig_argv``) starts Spark's own daemon, as Spark does:
+    ``<python> -m pyspark.daemon``.
+
+    >>> is_spark_daemon(["python3", "-m", "pyspark.daemon"]), is_spark_daemon(["python3", "-m", "pyspark.worker"])
+    (True, False)
+    """
+    return any(flag == "-m" and module == SPARK_DAEMON for flag, module in zip(argv, argv[1:]))
+
+
+def start_marked_process() -> None:
+    """What the .pth does in a process Spark started for a session streamlib made or
+    was handed (:data:`SESSION_VARIABLE` set): drop Spark's archives and, in Spark's
+    own daemon, import what streamlib's tasks need before it forks workers.
+
+    A session the user made and handed to streamlib keeps Spark's daemon module, so
+    the workers of streamlib's functions there would each import pandas, pyarrow and
+    streamlib in their first task (about a second per one-batch query on 2 cores);
+    that daemon serves only functions made after the session was handed over, whose
+    environment carries the variable. Sessions streamlib creates preload in their own
+    daemon (:mod:`streamlib.spark.daemon`)."""
+    strip_spark_archives()
+    if not is_spark_daemon(getattr(sys, "orig_argv", [])):
+        return
+    try:
+        from streamlib.spark.daemon import preload
+
+        preload()
+    except Exception:   # noqa: BLE001 - only a head start: never keep the daemon from starting
+        pass
+

@@ -131,11 +131,12 @@ spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "fals
 
 def inside(batches):
     import os, sys
+    preloaded = "streamlib.spark.tasks" in sys.modules   # by the daemon the worker was forked from
     import pyarrow as pa
     for _ in batches:
         yield pa.RecordBatch.from_pydict({"seen": [json.dumps([
             [os.path.basename(p) for p in sys.path if p.endswith((".zip", ".jar")) and "spark" in p],
-            sorted(k for k in os.environ if k.startswith("STREAMLIB_SPARK"))])]})
+            sorted(k for k in os.environ if k.startswith("STREAMLIB_SPARK")), preloaded])]})
 
 before = spark.range(1, numPartitions=1).mapInArrow(inside, "seen string")
 register_data_sources(spark)
@@ -150,7 +151,7 @@ def test_a_session_handed_to_streamlib_marks_the_processes_of_functions_made_aft
     # A user's session handed to streamlib (Streams(spark=...) registers the data
     # sources): streamlib's functions made from then on run in processes marked as
     # streamlib's, which import pyspark from site-packages; the user's earlier ones
-    # keep Spark's own workers and path.
+    # keep Spark's own workers, path and modules.
     import json
     import subprocess
 
@@ -163,9 +164,10 @@ def test_a_session_handed_to_streamlib_marks_the_processes_of_functions_made_aft
     assert done.returncode == 0, done.stderr[-3000:]
     seen = {line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1]) for line in done.stdout.splitlines()
             if line.startswith(("BEFORE", "AFTER"))}
-    archives, variables = seen["BEFORE"]
-    assert archives[0] == "pyspark.zip" and variables == [], seen
-    assert seen["AFTER"] == [[], [SESSION_VARIABLE]], seen
+    archives, variables, preloaded = seen["BEFORE"]
+    assert archives[0] == "pyspark.zip" and variables == [] and not preloaded, seen
+    # the marked functions' own daemon (Spark keys daemons by environment) preloads
+    assert seen["AFTER"] == [[], [SESSION_VARIABLE], True], seen
 
 
 def test_another_spark_homes_zip_stays_first_at_process_start(tmp_path):
