@@ -31,6 +31,8 @@ from streamlib.topics.base import TopicBackend, TopicNotFound
 log = logging.getLogger("streamlib.query")
 
 APPLIED_OFFSET = b"changelog_offset"
+#: the changelog's log epoch at the applied offset (see streamlib.topics.epochs)
+APPLIED_EPOCH = b"changelog_epoch"
 #: Changelog records read per ``read_arrow`` call while catching up.
 READ_CHUNK = 50_000
 #: The following thread runs its idle hooks after this long without a batch.
@@ -247,11 +249,11 @@ class StoreReplicas:
         new = Version(batch, applied)
         if current is not None:
             undo = {part: dict(zip(delta, self._dbs[part[0]][part[1]].get_many(list(delta))))
-                    for part, (delta, _) in deltas.items()}
+                    for part, (delta, _, _) in deltas.items()}
             current.next = new      # next before undo: a reader that sees undo can walk on
             current.undo = undo
-            for (store, partition), (delta, resume) in deltas.items():
-                self._dbs[store][partition].write(delta.items(), {APPLIED_OFFSET: str(resume).encode()})
+            for (store, partition), (delta, resume, epoch) in deltas.items():
+                self._dbs[store][partition].write(delta.items(), _applied_meta(resume, epoch))
         # Copies for other readers first: Spark SQL never shows an older batch than a
         # view already did.
         for hook in list(self.on_publish.values()):
@@ -277,14 +279,18 @@ class StoreReplicas:
                 db = self._drop(store, partition)
                 offset = None
             changelog = Changelog(backend, self.changelogs[store], partition, len(parts), "query")
-            start = offset if offset is not None else backend.start_offsets(changelog.topic)[partition]
+            log_start = backend.start_offsets(changelog.topic)[partition]
+            if offset is not None and self._diverged(db, changelog, offset, log_start):
+                db = self._drop(store, partition)
+                offset = None
+            start = offset if offset is not None else log_start
             if direct:
                 applied[partition] = self._write_chunks(db, changelog, start, end, before_batch)
                 continue
             delta, resume = self._read_delta(changelog, start, end, before_batch)
             applied[partition] = resume
             if delta or resume != start:
-                deltas[(store, partition)] = (delta, resume)
+                deltas[(store, partition)] = (delta, resume, changelog.epoch_at(resume))
         return applied
 
     def _all_partitions(self, backend: TopicBackend, store: str, parts: dict[int, int]) -> dict[int, int]:
@@ -314,7 +320,7 @@ class StoreReplicas:
         resume = start
         for chunk in changelog.read(start, end, _cut(before_batch), READ_CHUNK):
             resume = chunk.resume_offset
-            db.write(zip(chunk.keys, chunk.values), {APPLIED_OFFSET: str(resume).encode()})
+            db.write(zip(chunk.keys, chunk.values), _applied_meta(resume, changelog.epoch_at(resume)))
         return resume
 
     # -- the partition databases -------------------------------------------------------------
@@ -328,6 +334,20 @@ class StoreReplicas:
             db = self._dbs[store][partition] = RocksDB.open(path, lock_timeout=30.0)
             self._identity[(store, partition)] = db_identity(path)
         return db
+
+    @staticmethod
+    def _diverged(db: RocksDB, changelog: Changelog, offset: int, log_start: int) -> bool:
+        """Whether the changelog no longer holds, as this replica read them, the records
+        up to ``offset`` (a cut tail, maybe appended to again; a re-created topic):
+        catching up from there would skip what now sits at those offsets."""
+        raw = db.meta_get(APPLIED_EPOCH)
+        log_end = changelog.backend.end_offsets(changelog.topic)[changelog.partition]
+        diverged = changelog.diverged_at(offset, None if raw is None else int(raw), log_start, log_end)
+        if diverged is not None:
+            log.warning("query replica of %s partition %d: the changelog diverged at offset %d from what "
+                        "the replica read up to %d; rebuilding it from the changelog",
+                        changelog.topic, changelog.partition, diverged, offset)
+        return diverged is not None
 
     @staticmethod
     def _applied(db: RocksDB) -> Optional[int]:
@@ -389,6 +409,10 @@ def _close_quietly(db: RocksDB) -> None:
         db.close()
     except Exception as exc:
         log.debug("closing a deleted replica %s: %s", db.path, exc)
+
+
+def _applied_meta(offset: int, epoch: Optional[int]) -> dict[bytes, Optional[bytes]]:
+    return {APPLIED_OFFSET: str(offset).encode(), APPLIED_EPOCH: None if epoch is None else str(epoch).encode()}
 
 
 def _cut(before_batch: Optional[int]) -> int:
