@@ -24,7 +24,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+if TYPE_CHECKING:
+    from .state.kinds import StoreKind
 
 #: ``default_serde`` metadata: which of the config's default serdes a ``None`` stands for
 _KEY, _VALUE = "key", "value"
@@ -328,6 +331,6 @@ class FkResponseJoinParams(FkJoinParams):
 class ProcessParams:
     supplier: Any
     #: store name -> ``StoreDef.kind``, filled at ``build()`` (stores may be added later)
-    store_kinds: dict[str, str] = field(default_factory=dict)
+    store_kinds: dict[str, StoreKind] = field(default_factory=dict)
     #: windowed store name -> retention
     retention: dict[str, int] = field(default_factory=dict)

@@ -7,6 +7,7 @@ from typing import Any, Callable, Optional
 from ..node_kinds import (SUPPRESS, TABLE_FILTER, TABLE_JOIN, TABLE_JOIN_MERGE, TABLE_MAP_VALUES, TABLE_SELECT,
                           TO_STREAM, NodeKind)
 from ..serdes import Serde
+from ..state.kinds import StoreKind
 from ..topology import StoreDef, TopologyError
 from .graph import GraphBuilder, require_functions
 from .options import Grouped, Materialized, Suppressed
@@ -36,7 +37,7 @@ def materialize(graph: GraphBuilder, materialized: Optional[Materialized], prefi
     name = materialized.store_name if named else generated or graph.internal_store_name(prefix, owner)
     logging = materialized.logging if materialized else True
     caching = materialized.caching if materialized else True
-    graph.add_store(StoreDef(name, "kv", key_serde, value_serde, logging=logging, queryable=named,
+    graph.add_store(StoreDef(name, StoreKind.KV, key_serde, value_serde, logging=logging, queryable=named,
                              caching=caching, changelog_config=materialized.logging_config if materialized else ()),
                     user_named=named, step=prefix)
     return name
@@ -144,7 +145,7 @@ class KTable:
             wait = suppressed.time_limit_ms
         node_name = name or suppressed.name or self._graph.next_name("KTABLE-SUPPRESS")
         store = f"{node_name}-STATE-STORE"
-        self._graph.add_store(StoreDef(store, "buffer", logging=True, queryable=False),
+        self._graph.add_store(StoreDef(store, StoreKind.BUFFER, logging=True, queryable=False),
                               user_named=False, step="KTABLE-SUPPRESS")
         config = suppressed.buffer_config
         node = self._graph.add("KTABLE-SUPPRESS", SUPPRESS, [self._node], name=node_name,
