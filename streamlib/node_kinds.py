@@ -39,10 +39,13 @@ from .node_params import (ActionParams, AggregateParams, BranchChildParams, Bran
                           SuppressParams, TableAggregateParams, TableFilterParams, TableJoinParams,
                           TableMapValuesParams, TableSelectParams, ToStreamParams, VersionedJoinParams,
                           WindowAggregateParams)
+from .state.kinds import StoreKind
 
 #: Store kinds (``StoreDef.kind``) a step that looks up a table may read: key-value,
 #: or window/session for a windowed table.
-TABLE_STORES = ("kv", "window", "session")
+TABLE_STORES = (StoreKind.KV, StoreKind.WINDOW, StoreKind.SESSION)
+#: Store kinds a user processor may be connected to (``Stores``' builders make them)
+USER_STORES = TABLE_STORES + (StoreKind.VERSIONED,)
 
 _REGISTRY: dict[str, "NodeKind"] = {}
 
@@ -79,8 +82,9 @@ class NodeKind:
     #: keeps task state of its own (a user processor's punctuation schedule): its
     #: sub-topology's tasks keep state even without stores
     task_state: bool = False
-    #: the store kinds (``StoreDef.kind``) its nodes may use, owned or looked up
-    stores: tuple[str, ...] = ()
+    #: the store kinds (``StoreDef.kind``) its nodes may use, owned or looked up (names
+    #: are accepted too)
+    stores: tuple[StoreKind, ...] = ()
     #: whether the table a node of this kind makes is materialized in Kafka Streams'
     #: sense (``KTableImpl.enableSendingOldValues(false)``), which makes a table filter
     #: below it drop deletes of rows that never were: ``"always"`` (aggregations,
@@ -91,6 +95,7 @@ class NodeKind:
     params: type = NoParams
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "stores", tuple(StoreKind.of(k) for k in self.stores))
         known = _REGISTRY.get(self.name)
         if known is not None and known != self:
             raise ValueError(f"node kind {self.name!r} is already defined differently: {known}")
@@ -133,55 +138,57 @@ COLUMN = NodeKind("column", params=ColumnParams, spark_only=True)
 
 # -- tables -------------------------------------------------------------------------------
 TO_STREAM = NodeKind("to_stream", params=ToStreamParams, new_value_only=True)
-TABLE_SOURCE = NodeKind("table_source", params=StoreParams, stores=("kv",), materialized="named")
+TABLE_SOURCE = NodeKind("table_source", params=StoreParams, stores=(StoreKind.KV,), materialized="named")
 TABLE_FILTER = NodeKind("table_filter", params=TableFilterParams, derived_table=True, materializable=True,
-                        stores=("kv",), materialized="named or parent")
+                        stores=(StoreKind.KV,), materialized="named or parent")
 TABLE_MAP_VALUES = NodeKind("table_map_values", params=TableMapValuesParams, derived_table=True, materializable=True,
-                            stores=("kv",), materialized="named or parent")
+                            stores=(StoreKind.KV,), materialized="named or parent")
 TABLE_SELECT = NodeKind("table_select", params=TableSelectParams)
 GLOBAL_SOURCE = NodeKind("global_source", params=GlobalSourceParams, global_table=True)
-GLOBAL_TABLE_SOURCE = NodeKind("global_table_source", params=StoreParams, global_table=True, stores=("kv",))
+GLOBAL_TABLE_SOURCE = NodeKind("global_table_source", params=StoreParams, global_table=True, stores=(StoreKind.KV,))
 
 # -- aggregations -------------------------------------------------------------------------
-AGGREGATE = NodeKind("aggregate", params=AggregateParams, stores=("kv",), materialized="always")
+AGGREGATE = NodeKind("aggregate", params=AggregateParams, stores=(StoreKind.KV,), materialized="always")
 #: a grouped stream's ``count()``: an aggregate whose cached result per commit depends
 #: only on how many records each key had, so it has a batch path (and a Spark lowering)
-COUNT = NodeKind("count", params=AggregateParams, stores=("kv",), materialized="always")
-TABLE_AGGREGATE = NodeKind("table_aggregate", params=TableAggregateParams, stores=("kv",), materialized="always")
-WINDOW_AGGREGATE = NodeKind("window_aggregate", params=WindowAggregateParams, time_aware=True, stores=("window",),
-                            materialized="always")
-SLIDING_AGGREGATE = NodeKind("sliding_aggregate", params=WindowAggregateParams, time_aware=True, stores=("window",),
-                             materialized="always")
-SESSION_AGGREGATE = NodeKind("session_aggregate", params=SessionAggregateParams, time_aware=True, stores=("session",),
-                             materialized="always")
-SUPPRESS = NodeKind("suppress", params=SuppressParams, time_aware=True, stores=("buffer",), materialized="parent")
+COUNT = NodeKind("count", params=AggregateParams, stores=(StoreKind.KV,), materialized="always")
+TABLE_AGGREGATE = NodeKind("table_aggregate", params=TableAggregateParams, stores=(StoreKind.KV,),
+                           materialized="always")
+WINDOW_AGGREGATE = NodeKind("window_aggregate", params=WindowAggregateParams, time_aware=True,
+                            stores=(StoreKind.WINDOW,), materialized="always")
+SLIDING_AGGREGATE = NodeKind("sliding_aggregate", params=WindowAggregateParams, time_aware=True,
+                             stores=(StoreKind.WINDOW,), materialized="always")
+SESSION_AGGREGATE = NodeKind("session_aggregate", params=SessionAggregateParams, time_aware=True,
+                             stores=(StoreKind.SESSION,), materialized="always")
+SUPPRESS = NodeKind("suppress", params=SuppressParams, time_aware=True, stores=(StoreKind.BUFFER,),
+                    materialized="parent")
 
 # -- joins --------------------------------------------------------------------------------
 STREAM_TABLE_JOIN = NodeKind("stream_table_join", params=StreamTableJoinParams, stores=TABLE_STORES)
 STREAM_TABLE_JOIN_VERSIONED = NodeKind("stream_table_join_versioned", params=VersionedJoinParams, time_aware=True,
-                                       stores=("versioned", "stream_buffer"))
+                                       stores=(StoreKind.VERSIONED, StoreKind.STREAM_BUFFER))
 STREAM_TABLE_JOIN_UPDATE = NodeKind("stream_table_join_update", params=VersionedJoinParams, new_value_only=True,
-                                    stores=("versioned", "stream_buffer"))
+                                    stores=(StoreKind.VERSIONED, StoreKind.STREAM_BUFFER))
 TABLE_JOIN = NodeKind("table_join", params=TableJoinParams, derived_table=True, stores=TABLE_STORES)
 TABLE_JOIN_MERGE = NodeKind("table_join_merge", params=StoreParams, derived_table=True, materializable=True,
-                            stores=("kv",), materialized="always")
-JOIN_WINDOW = NodeKind("join_window", params=JoinWindowParams, stores=("window",))
-STREAM_JOIN = NodeKind("stream_join", params=StreamJoinParams, stores=("window",))
+                            stores=(StoreKind.KV,), materialized="always")
+JOIN_WINDOW = NodeKind("join_window", params=JoinWindowParams, stores=(StoreKind.WINDOW,))
+STREAM_JOIN = NodeKind("stream_join", params=StreamJoinParams, stores=(StoreKind.WINDOW,))
 STREAM_OUTER_JOIN = NodeKind("stream_outer_join", params=StreamJoinParams, time_aware=True,
-                             stores=("window", "join_outer"))
+                             stores=(StoreKind.WINDOW, StoreKind.JOIN_OUTER))
 GLOBAL_JOIN = NodeKind("global_join", params=GlobalJoinParams)
 FK_LEFT_SEND = NodeKind("fk_left_send")
 FK_SUBSCRIBE = NodeKind("fk_subscribe", params=FkSubscribeParams)
 FK_SUBSCRIPTION_JOIN = NodeKind("fk_subscription_join", params=FkSubscriptionJoinParams,
-                                stores=("raw",) + TABLE_STORES)
-FK_FOREIGN_CHANGE = NodeKind("fk_foreign_change", params=FkForeignChangeParams, stores=("raw",))
-FK_LEFT_REPLICA = NodeKind("fk_left_replica", params=StoreParams, stores=("kv",))
-FK_RESPONSE_JOIN = NodeKind("fk_response_join", params=FkResponseJoinParams, stores=("kv",))
+                                stores=(StoreKind.RAW,) + TABLE_STORES)
+FK_FOREIGN_CHANGE = NodeKind("fk_foreign_change", params=FkForeignChangeParams, stores=(StoreKind.RAW,))
+FK_LEFT_REPLICA = NodeKind("fk_left_replica", params=StoreParams, stores=(StoreKind.KV,))
+FK_RESPONSE_JOIN = NodeKind("fk_response_join", params=FkResponseJoinParams, stores=(StoreKind.KV,))
 
 # -- the Processor API ----------------------------------------------------------------------
 #: ``KStream.process``: a user processor, with any kind of store it is connected to
 PROCESS = NodeKind("process", params=ProcessParams, time_aware=True, task_state=True,
-                   stores=("kv", "window", "session", "versioned"))
+                   stores=USER_STORES)
 #: ``KStream.process_values``: the same, keys unchanged
 PROCESS_VALUES = NodeKind("process_values", params=ProcessParams, time_aware=True, task_state=True,
-                          stores=("kv", "window", "session", "versioned"))
+                          stores=USER_STORES)

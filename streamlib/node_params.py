@@ -24,7 +24,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+if TYPE_CHECKING:
+    from .state.kinds import StoreKind
 
 #: ``default_serde`` metadata: which of the config's default serdes a ``None`` stands for
 _KEY, _VALUE = "key", "value"
@@ -53,6 +56,32 @@ class AggregateOp(enum.Enum):
     COUNT = "count"
     REDUCE = "reduce"
     AGGREGATE = "aggregate"
+
+
+class TableJoinMode(enum.Enum):
+    """How one side of a table–table join treats a change of its row when the other side
+    has no row for the key: ``INNER`` and ``RIGHT`` emit nothing, ``LEFT`` and ``OUTER``
+    emit ``joiner(value, None)``. ``RIGHT`` is the other side of a left join: a change
+    there emits ``joiner(left, value)`` only when the left side has a row."""
+
+    INNER = "inner"
+    LEFT = "left"
+    RIGHT = "right"
+    OUTER = "outer"
+
+    @property
+    def other_side(self) -> "TableJoinMode":
+        """The mode of the join's other side (a left join is a right join seen from there)."""
+        return _OTHER_SIDE.get(self, self)
+
+    @property
+    def keeps_unmatched(self) -> bool:
+        """This side's rows are in the result even without a match (so its parent must
+        send old values: a result may have to be taken back)."""
+        return self in (TableJoinMode.LEFT, TableJoinMode.OUTER)
+
+
+_OTHER_SIDE = {TableJoinMode.LEFT: TableJoinMode.RIGHT, TableJoinMode.RIGHT: TableJoinMode.LEFT}
 
 
 class ColumnOp(enum.Enum):
@@ -250,8 +279,8 @@ class VersionedJoinParams:
 class TableJoinParams:
     store: str
     joiner: Callable[[Any, Any], Any]
-    #: ``inner``, ``left``, ``right`` or ``outer``, seen from this side
-    mode: str
+    #: seen from this side
+    mode: TableJoinMode
     parent_sends_old_values: bool = False
 
 
@@ -328,6 +357,6 @@ class FkResponseJoinParams(FkJoinParams):
 class ProcessParams:
     supplier: Any
     #: store name -> ``StoreDef.kind``, filled at ``build()`` (stores may be added later)
-    store_kinds: dict[str, str] = field(default_factory=dict)
+    store_kinds: dict[str, StoreKind] = field(default_factory=dict)
     #: windowed store name -> retention
     retention: dict[str, int] = field(default_factory=dict)

@@ -26,18 +26,16 @@ from typing import Any, Mapping, Optional
 
 from .dsl.options import Materialized
 from .serdes import Serde
+from .state.kinds import StoreKind
 from .time import Duration, to_millis
 from .topology import StoreDef, TopologyError
-
-_KINDS = {"kv": "key-value", "window": "window", "session": "session", "versioned": "versioned key-value"}
-
 
 @dataclass(frozen=True)
 class StoreSupplier:
     """A store's name, kind and retention (Kafka's ``*BytesStoreSupplier``)."""
 
     name: str
-    kind: str
+    kind: StoreKind
     persistent: bool = True
     #: window and session stores: how long behind stream time windows/sessions are kept;
     #: versioned stores: how long history is kept
@@ -87,24 +85,24 @@ class StoreBuilder:
                         retention_ms=s.retention_ms, changelog_config=self.changelog_config)
 
 
-def _builder(supplier: StoreSupplier, kind: str, key_serde: Optional[Serde],
+def _builder(supplier: StoreSupplier, kind: StoreKind, key_serde: Optional[Serde],
              value_serde: Optional[Serde]) -> StoreBuilder:
     if not isinstance(supplier, StoreSupplier):
         raise TypeError(f"expected a store supplier from Stores, got {supplier!r}")
-    if supplier.kind != kind:
-        raise TopologyError(f"store {supplier.name!r} is a {_KINDS[supplier.kind]} store; "
-                            f"a {_KINDS[kind]} store builder needs a {_KINDS[kind]} supplier")
+    if supplier.kind is not kind:
+        raise TopologyError(f"store {supplier.name!r} is a {supplier.kind.label} store; "
+                            f"a {kind.label} store builder needs a {kind.label} supplier")
     return StoreBuilder(supplier, key_serde, value_serde)
 
 
-def _windowed(name: str, kind: str, persistent: bool, retention: Duration, window_size: Duration = 0,
+def _windowed(name: str, kind: StoreKind, persistent: bool, retention: Duration, window_size: Duration = 0,
               retain_duplicates: bool = False) -> StoreSupplier:
     retention_ms = to_millis(retention, "retention_period")
     size_ms = to_millis(window_size, "window_size")
     if retain_duplicates:
         raise TopologyError(f"store {name!r}: window stores that retain duplicates are for joins "
                             "only; give each record its own key or window instead")
-    if kind == "window" and not 0 < size_ms <= retention_ms:
+    if kind is StoreKind.WINDOW and not 0 < size_ms <= retention_ms:
         raise TopologyError(f"store {name!r}: the window size ({size_ms} ms) must be positive and at "
                             f"most the retention period ({retention_ms} ms)")
     if retention_ms < 1:
@@ -118,21 +116,21 @@ class Stores:
     # -- key-value ---------------------------------------------------------------------
     @staticmethod
     def persistent_key_value_store(name: str) -> StoreSupplier:
-        return StoreSupplier(name, "kv")
+        return StoreSupplier(name, StoreKind.KV)
 
     @staticmethod
     def persistent_timestamped_key_value_store(name: str) -> StoreSupplier:
         """The same store: streamlib keeps every value with its timestamp."""
-        return StoreSupplier(name, "kv")
+        return StoreSupplier(name, StoreKind.KV)
 
     @staticmethod
     def in_memory_key_value_store(name: str) -> StoreSupplier:
-        return StoreSupplier(name, "kv", persistent=False)
+        return StoreSupplier(name, StoreKind.KV, persistent=False)
 
     @staticmethod
     def key_value_store_builder(supplier: StoreSupplier, key_serde: Optional[Serde] = None,
                                 value_serde: Optional[Serde] = None) -> StoreBuilder:
-        return _builder(supplier, "kv", key_serde, value_serde)
+        return _builder(supplier, StoreKind.KV, key_serde, value_serde)
 
     timestamped_key_value_store_builder = key_value_store_builder
 
@@ -142,43 +140,43 @@ class Stores:
         history_ms = to_millis(history_retention, "history_retention")
         if history_ms < 1:
             raise TopologyError(f"store {name!r}: the history retention must be positive")
-        return StoreSupplier(name, "versioned", retention_ms=history_ms)
+        return StoreSupplier(name, StoreKind.VERSIONED, retention_ms=history_ms)
 
     @staticmethod
     def versioned_key_value_store_builder(supplier: StoreSupplier, key_serde: Optional[Serde] = None,
                                           value_serde: Optional[Serde] = None) -> StoreBuilder:
-        return _builder(supplier, "versioned", key_serde, value_serde)
+        return _builder(supplier, StoreKind.VERSIONED, key_serde, value_serde)
 
     # -- windows -----------------------------------------------------------------------
     @staticmethod
     def persistent_window_store(name: str, retention_period: Duration, window_size: Duration,
                                 retain_duplicates: bool = False) -> StoreSupplier:
-        return _windowed(name, "window", True, retention_period, window_size, retain_duplicates)
+        return _windowed(name, StoreKind.WINDOW, True, retention_period, window_size, retain_duplicates)
 
     persistent_timestamped_window_store = persistent_window_store
 
     @staticmethod
     def in_memory_window_store(name: str, retention_period: Duration, window_size: Duration,
                                retain_duplicates: bool = False) -> StoreSupplier:
-        return _windowed(name, "window", False, retention_period, window_size, retain_duplicates)
+        return _windowed(name, StoreKind.WINDOW, False, retention_period, window_size, retain_duplicates)
 
     @staticmethod
     def window_store_builder(supplier: StoreSupplier, key_serde: Optional[Serde] = None,
                              value_serde: Optional[Serde] = None) -> StoreBuilder:
-        return _builder(supplier, "window", key_serde, value_serde)
+        return _builder(supplier, StoreKind.WINDOW, key_serde, value_serde)
 
     timestamped_window_store_builder = window_store_builder
 
     # -- sessions ----------------------------------------------------------------------
     @staticmethod
     def persistent_session_store(name: str, retention_period: Duration) -> StoreSupplier:
-        return _windowed(name, "session", True, retention_period)
+        return _windowed(name, StoreKind.SESSION, True, retention_period)
 
     @staticmethod
     def in_memory_session_store(name: str, retention_period: Duration) -> StoreSupplier:
-        return _windowed(name, "session", False, retention_period)
+        return _windowed(name, StoreKind.SESSION, False, retention_period)
 
     @staticmethod
     def session_store_builder(supplier: StoreSupplier, key_serde: Optional[Serde] = None,
                               value_serde: Optional[Serde] = None) -> StoreBuilder:
-        return _builder(supplier, "session", key_serde, value_serde)
+        return _builder(supplier, StoreKind.SESSION, key_serde, value_serde)

@@ -19,11 +19,9 @@ from .runtime.task import Task
 from .serdes import Serde
 from .state import open_task_stores
 from .state.global_replica import open_global_replicas
+from .state.kinds import StoreKind
 from .time import Duration, to_millis
 from .topology import Topology, TopologyError
-
-
-_KIND_NAMES = {"kv": "key-value", "window": "window", "session": "session"}
 
 
 class PendingRecords:
@@ -275,14 +273,13 @@ class TopologyTestDriver:
                 self._write(out_topic, out_ts, out_key, out_value, out_headers)
 
     # -- state and time ------------------------------------------------------------------
-    def _view(self, name: str, kind: Optional[str] = None) -> Any:
+    def _view(self, name: str, kind: Optional[StoreKind] = None) -> Any:
         """The query view of store ``name``; with ``kind``, a clear error for another kind."""
         d = self.topology.stores.get(name)
         if d is None:
             raise KeyError(f"no store named {name!r}; stores: {sorted(self.topology.stores)}")
-        if kind is not None and d.kind != kind:
-            raise TypeError(f"store {name!r} is a {_KIND_NAMES.get(d.kind, d.kind)} store, "
-                            f"not a {_KIND_NAMES[kind]} store")
+        if kind is not None and d.kind is not kind:
+            raise TypeError(f"store {name!r} is a {d.kind.label} store, not a {kind.label} store")
         if d.global_topic:
             return query_view(d, self._globals[name].kv, self.config)
         task = next(t for t in self._tasks if name in t.sub.stores)
@@ -290,15 +287,15 @@ class TopologyTestDriver:
 
     def get_key_value_store(self, name: str) -> KeyValueStoreView:
         """A read-only view of a key-value store (values without timestamps)."""
-        return self._view(name, "kv")
+        return self._view(name, StoreKind.KV)
 
     def get_window_store(self, name: str) -> WindowStoreView:
         """A read-only view of a window store: ``fetch(key, time_from, time_to)``, ..."""
-        return self._view(name, "window")
+        return self._view(name, StoreKind.WINDOW)
 
     def get_session_store(self, name: str) -> SessionStoreView:
         """A read-only view of a session store: ``fetch_sessions(key)``, ..."""
-        return self._view(name, "session")
+        return self._view(name, StoreKind.SESSION)
 
     def get_all_state_stores(self) -> dict[str, Any]:
         """Every store's read-only view, by name (each of its kind)."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
 from .node_kinds import TABLE_FILTER, NodeKind, UnknownNodeKind, node_kind
 from .node_params import NoParams, serde_defaults
+from .state.kinds import StoreKind
 
 if TYPE_CHECKING:
     from .config import StreamsConfig
@@ -48,13 +49,13 @@ class StoreDef:
     """A state store: its name, kind and serdes; its changelog is
     ``<application_id>-<name>-changelog`` when ``logging``.
 
-    ``kind`` is ``"kv"`` (timestamped key-value), ``"window"`` or ``"session"``;
+    ``kind`` is a :class:`~streamlib.state.kinds.StoreKind` (its name is accepted too);
     window stores know their window size (for ``Windowed`` ends) and every windowed
     store its retention (how long windows are kept after their start, or sessions
     after their end, behind stream time)."""
 
     name: str
-    kind: str = "kv"
+    kind: StoreKind = StoreKind.KV
     key_serde: Any = None
     value_serde: Any = None
     logging: bool = True
@@ -70,6 +71,9 @@ class StoreDef:
     global_topic: Optional[str] = None
     #: the changelog topic's configs beyond streamlib's own (``Materialized.with_logging_enabled``)
     changelog_config: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", StoreKind.of(self.kind))
 
     def changelog_topic_config(self) -> dict[str, str]:
         """The configs its changelog topic is created with: compacted, then the user's."""
@@ -331,8 +335,8 @@ class Topology:
                     raise TopologyError(f"{node.name}: unknown store {store!r}")
                 if self.stores[store].kind not in spec.stores:
                     raise TopologyError(f"{node.name}: a {spec.name} step uses stores of kinds "
-                                        f"{list(spec.stores)}, not the {self.stores[store].kind} "
-                                        f"store {store!r}")
+                                        f"{[k.value for k in spec.stores]}, not the "
+                                        f"{self.stores[store].kind.value} store {store!r}")
             if not isinstance(node.params, spec.params):
                 raise TopologyError(f"{node.name}: a {spec.name} node takes {spec.params.__name__}, "
                                     f"not {type(node.params).__name__}")

@@ -148,4 +148,4 @@ def connect_user_stores(graph: GraphBuilder) -> None:
                                         "uses stores of its own task (join the global table instead)")
             node.params = replace(node.params, store_kinds={d.name: d.kind for d in known},
                                   retention={d.name: d.retention_ms for d in known
-                                             if d.kind in ("window", "session")})
+                                             if d.kind.windowed})

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from ..node_kinds import (FK_FOREIGN_CHANGE, FK_LEFT_REPLICA, FK_LEFT_SEND, FK_RESPONSE_JOIN, FK_SUBSCRIBE,
                           FK_SUBSCRIPTION_JOIN, REPARTITION, SOURCE, TABLE_SOURCE)
 from ..serdes import Serdes
+from ..state.kinds import StoreKind
 from ..topology import StoreDef, TopologyError
 from .options import Materialized
 
@@ -52,7 +53,7 @@ def foreign_key_join(this: "KTable", other: "KTable", joiner: Callable[[Any, Any
                                  other.key_serde, Serdes.bytes())
     # 2. the right table's side: subscriptions and answers, keyed by the left key's bytes
     subscriptions = f"{graph.next_name('KTABLE-FK-JOIN-SUBSCRIPTION')}-STATE-STORE"
-    graph.add_store(StoreDef(subscriptions, "raw", logging=True, queryable=False, caching=False),
+    graph.add_store(StoreDef(subscriptions, StoreKind.RAW, logging=True, queryable=False, caching=False),
                     user_named=False, step="KTABLE-FK-JOIN")
     receive = graph.add("KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR", FK_SUBSCRIPTION_JOIN,
                         [registrations], stores=(subscriptions, right_store),

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..node_kinds import GLOBAL_JOIN, GLOBAL_SOURCE, GLOBAL_TABLE_SOURCE
 from ..serdes import Serde
+from ..state.kinds import StoreKind
 from ..topology import StoreDef, TopologyError
 from .graph import GraphBuilder
 from .options import Consumed, Materialized
@@ -52,7 +53,7 @@ def add_global_table(graph: GraphBuilder, topic: str, consumed: Optional[Consume
     store = materialized.store_name if named else graph.topic_store_name(topic)
     key_serde = (materialized and materialized.key_serde) or consumed.key_serde
     value_serde = (materialized and materialized.value_serde) or consumed.value_serde
-    graph.add_store(StoreDef(store, "kv", key_serde, value_serde, logging=False, queryable=named,
+    graph.add_store(StoreDef(store, StoreKind.KV, key_serde, value_serde, logging=False, queryable=named,
                              caching=False, global_topic=topic), user_named=named, step="GLOBAL-TABLE")
     source = graph.add("KSTREAM-SOURCE", GLOBAL_SOURCE, [], name=consumed.name, topics=[topic])
     graph.add("KTABLE-SOURCE", GLOBAL_TABLE_SOURCE, [source], stores=(store,), store=store)

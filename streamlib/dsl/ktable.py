@@ -6,10 +6,15 @@ from typing import Any, Callable, Optional
 
 from ..node_kinds import (SUPPRESS, TABLE_FILTER, TABLE_JOIN, TABLE_JOIN_MERGE, TABLE_MAP_VALUES, TABLE_SELECT,
                           TO_STREAM, NodeKind)
+from ..node_params import TableJoinMode
 from ..serdes import Serde
+from ..state.kinds import StoreKind
 from ..topology import StoreDef, TopologyError
 from .graph import GraphBuilder, require_functions
 from .options import Grouped, Materialized, Suppressed
+
+#: the node name prefixes of a table–table join's sides: KTABLE-<prefix>THIS/OTHER (Kafka's)
+_JOIN_PREFIXES = {TableJoinMode.INNER: "JOIN", TableJoinMode.LEFT: "LEFT", TableJoinMode.OUTER: "OUTER"}
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,7 @@ def materialize(graph: GraphBuilder, materialized: Optional[Materialized], prefi
     name = materialized.store_name if named else generated or graph.internal_store_name(prefix, owner)
     logging = materialized.logging if materialized else True
     caching = materialized.caching if materialized else True
-    graph.add_store(StoreDef(name, "kv", key_serde, value_serde, logging=logging, queryable=named,
+    graph.add_store(StoreDef(name, StoreKind.KV, key_serde, value_serde, logging=logging, queryable=named,
                              caching=caching, changelog_config=materialized.logging_config if materialized else ()),
                     user_named=named, step=prefix)
     return name
@@ -144,7 +149,7 @@ class KTable:
             wait = suppressed.time_limit_ms
         node_name = name or suppressed.name or self._graph.next_name("KTABLE-SUPPRESS")
         store = f"{node_name}-STATE-STORE"
-        self._graph.add_store(StoreDef(store, "buffer", logging=True, queryable=False),
+        self._graph.add_store(StoreDef(store, StoreKind.BUFFER, logging=True, queryable=False),
                               user_named=False, step="KTABLE-SUPPRESS")
         config = suppressed.buffer_config
         node = self._graph.add("KTABLE-SUPPRESS", SUPPRESS, [self._node], name=node_name,
@@ -208,7 +213,7 @@ class KTable:
         if foreign_key_extractor is not None:
             from .fk_join import foreign_key_join
             return foreign_key_join(self, other, joiner, foreign_key_extractor, False, materialized, name)
-        return self._join(other, joiner, "inner", materialized, name)
+        return self._join(other, joiner, TableJoinMode.INNER, materialized, name)
 
     def left_join(self, other: "KTable", joiner: Callable[[Any, Any], Any],
                   materialized: Optional[Materialized] = None, name: Optional[str] = None,
@@ -219,18 +224,18 @@ class KTable:
         if foreign_key_extractor is not None:
             from .fk_join import foreign_key_join
             return foreign_key_join(self, other, joiner, foreign_key_extractor, True, materialized, name)
-        return self._join(other, joiner, "left", materialized, name)
+        return self._join(other, joiner, TableJoinMode.LEFT, materialized, name)
 
     def outer_join(self, other: "KTable", joiner: Callable[[Any, Any], Any],
                    materialized: Optional[Materialized] = None, name: Optional[str] = None) -> "KTable":
         """Outer join: a row for every key of either table; the missing side is ``None``."""
         require_functions("outer_join", joiner=joiner)
-        return self._join(other, joiner, "outer", materialized, name)
+        return self._join(other, joiner, TableJoinMode.OUTER, materialized, name)
 
-    def _join(self, other: "KTable", joiner: Callable[[Any, Any], Any], how: str,
+    def _join(self, other: "KTable", joiner: Callable[[Any, Any], Any], how: TableJoinMode,
               materialized: Optional[Materialized], name: Optional[str]) -> "KTable":
         if not isinstance(other, KTable) or other._graph is not self._graph:
-            raise TopologyError(f"{how} join: the other side must be a KTable of the same StreamsBuilder")
+            raise TopologyError(f"{how.value} join: the other side must be a KTable of the same StreamsBuilder")
         if (self._windowed is None) != (other._windowed is None):
             raise TopologyError(f"{self._node} and {other._node}: a windowed table joins only "
                                 "another windowed table")
@@ -238,17 +243,14 @@ class KTable:
             raise TopologyError(f"{self._node}: the join of windowed tables cannot be materialized "
                                 "into a key-value store; query the windowed inputs' stores")
         this_store, other_store = self._lookup_store(), other._lookup_store()
-        this_prefix, other_prefix = {"inner": ("KTABLE-JOINTHIS", "KTABLE-JOINOTHER"),
-                                     "left": ("KTABLE-LEFTTHIS", "KTABLE-LEFTOTHER"),
-                                     "outer": ("KTABLE-OUTERTHIS", "KTABLE-OUTEROTHER")}[how]
-        this_mode, other_mode = {"inner": ("inner", "inner"), "left": ("left", "right"),
-                                 "outer": ("outer", "outer")}[how]
-        this_node = self._graph.add(this_prefix, TABLE_JOIN, [self._node], stores=(other_store,),
-                                    store=other_store, joiner=joiner, mode=this_mode,
-                                    parent_sends_old_values=this_mode != "inner")
-        other_node = self._graph.add(other_prefix, TABLE_JOIN, [other._node], stores=(this_store,),
+        prefix = _JOIN_PREFIXES[how]
+        this_node = self._graph.add(f"KTABLE-{prefix}THIS", TABLE_JOIN, [self._node], stores=(other_store,),
+                                    store=other_store, joiner=joiner, mode=how,
+                                    parent_sends_old_values=how.keeps_unmatched)
+        other_mode = how.other_side
+        other_node = self._graph.add(f"KTABLE-{prefix}OTHER", TABLE_JOIN, [other._node], stores=(this_store,),
                                      store=this_store, joiner=Reversed(joiner), mode=other_mode,
-                                     parent_sends_old_values=other_mode == "outer")
+                                     parent_sends_old_values=other_mode.keeps_unmatched)
         value_serde = materialized.value_serde if materialized else None
         store = None
         if materialized is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..node_kinds import JOIN_WINDOW, MERGE, STREAM_JOIN, STREAM_OUTER_JOIN
+from ..state.kinds import StoreKind
 from ..topology import StoreDef, TopologyError
 from ..windows import JoinWindows
 from .options import Joined
@@ -45,14 +46,14 @@ def stream_stream_join(this: "KStream", other: "KStream", joiner: Callable[[Any,
             "KSTREAM-OUTEROTHER" if left_outer else "KSTREAM-JOINOTHER", "KSTREAM-MERGE")))
     this_store, other_store = f"{this_join}-store", f"{other_join}-store"
     for store, serde in ((this_store, this_serde), (other_store, other_serde)):
-        graph.add_store(StoreDef(store, "window", key_serde, serde, logging=True, queryable=False,
+        graph.add_store(StoreDef(store, StoreKind.WINDOW, key_serde, serde, logging=True, queryable=False,
                                  caching=False, window_size_ms=windows.size_ms,
                                  retention_ms=windows.retention_ms, retain_duplicates=True),
                         user_named=False, step="KSTREAM-JOIN")
     outer_store = None
     if left_outer:
         outer_store = f"KSTREAM-OUTERSHARED-{this_join.rsplit('-', 1)[1]}-store"   # Kafka's name
-        graph.add_store(StoreDef(outer_store, "join_outer", logging=True, queryable=False,
+        graph.add_store(StoreDef(outer_store, StoreKind.JOIN_OUTER, logging=True, queryable=False,
                                  caching=False), user_named=False, step="KSTREAM-OUTERSHARED")
     graph.add("KSTREAM-WINDOWED", JOIN_WINDOW, [left._node], name=this_window,
               stores=(this_store,), store=this_store, retention_ms=windows.retention_ms)

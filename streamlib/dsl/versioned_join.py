@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from ..node_kinds import MERGE, STREAM_TABLE_JOIN_UPDATE, STREAM_TABLE_JOIN_VERSIONED
+from ..state.kinds import StoreKind
 from ..topology import StoreDef, TopologyError
 from .graph import GraphBuilder
 from .options import Joined
@@ -44,10 +45,10 @@ def versioned_join(graph: GraphBuilder, stream: Any, table: Any, joiner: Callabl
     else:
         versions = graph.internal_store_name(f"{prefix}-VERSIONS")
         buffer = graph.internal_store_name(f"{prefix}-BUFFER")
-    graph.add_store(StoreDef(versions, "versioned", key_serde,
+    graph.add_store(StoreDef(versions, StoreKind.VERSIONED, key_serde,
                              joined.other_value_serde or table.value_serde, queryable=False,
                              caching=False, retention_ms=history), user_named=False, step=prefix)
-    graph.add_store(StoreDef(buffer, "stream_buffer", key_serde, joined.value_serde or stream.value_serde,
+    graph.add_store(StoreDef(buffer, StoreKind.STREAM_BUFFER, key_serde, joined.value_serde or stream.value_serde,
                              queryable=False, caching=False, retention_ms=grace),
                     user_named=False, step=prefix)
     _without_caching(graph, table.node_name)

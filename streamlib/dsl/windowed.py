@@ -7,6 +7,7 @@ from typing import Any, Callable, Optional
 from ..node_kinds import SESSION_AGGREGATE, SLIDING_AGGREGATE, WINDOW_AGGREGATE, NodeKind
 from ..node_params import AggregateOp
 from ..serdes import Serde, Serdes
+from ..state.kinds import StoreKind
 from ..topology import StoreDef, TopologyError
 from ..windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
 from .graph import GraphBuilder, require_functions
@@ -91,7 +92,7 @@ class _WindowedStream:
         if retention < self.windows.retention_ms:
             # Kafka's Window/SlidingWindow/SessionStoreMaterializer refuse a store that
             # would drop windows (sessions) that can still be updated
-            raise ValueError(f"The retention period of the {self._store_kind} store {name} must be no "
+            raise ValueError(f"The retention period of the {self._store_kind.label} store {name} must be no "
                              f"smaller than {self._retention_rule()}. Got {self._retention_rule_values()}, "
                              f"retention=[{retention}]")
         store = StoreDef(name, self._store_kind, key_serde, value_serde,
@@ -138,7 +139,7 @@ class TimeWindowedKStream(_WindowedStream):
     ['0:1', '1000:1']
     """
 
-    _store_kind = "window"
+    _store_kind = StoreKind.WINDOW
 
     @property
     def _sliding(self) -> bool:
@@ -184,7 +185,7 @@ class TimeWindowedKStream(_WindowedStream):
 class SessionWindowedKStream(_WindowedStream):
     """A grouped stream over session windows (Kafka's ``SessionWindowedKStream``)."""
 
-    _store_kind = "session"
+    _store_kind = StoreKind.SESSION
 
     def _retention_rule(self) -> str:
         return "the session inactivity gap plus the grace period"

@@ -12,17 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..node_kinds import TABLE_JOIN, TABLE_JOIN_MERGE
+from ..node_params import TableJoinMode
 from .base import Processor
 from .joins import value_getter
 from .record import Change, Record
 from .tables import StatefulProcessor
 from .registry import processes
-
-#: How a side treats a change when the other side has no row for its key:
-#: "inner" and "right" emit nothing; "left" and "outer" emit ``joiner(v, None)``.
-#: "right" is the other side of a left join: it emits even a delete, as ``joiner(left, None)``.
-JOIN_MODES = ("inner", "left", "right", "outer")
-
 
 @processes(TABLE_JOIN)
 class TableJoinProcessor(Processor):
@@ -47,18 +42,18 @@ class TableJoinProcessor(Processor):
         other = None if row is None else row[0]
         mode = self.mode
         if other is None:
-            if mode in ("inner", "right") or (change.new is None and change.old is None):
+            if not mode.keeps_unmatched or (change.new is None and change.old is None):
                 return
             timestamp = record.timestamp
         else:
             timestamp = max(record.timestamp, row[1])
         new = old = None
-        if mode == "right":
+        if mode is TableJoinMode.RIGHT:
             new = self.joiner(change.new, other)
             if self.send_old_values:
                 old = self.joiner(change.old, other)
         else:
-            keeps_unmatched = mode == "outer" and other is not None
+            keeps_unmatched = mode is TableJoinMode.OUTER and other is not None
             if change.new is not None or keeps_unmatched:
                 new = self.joiner(change.new, other)
             if self.send_old_values and (change.old is not None or keeps_unmatched):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator, NamedTuple, Optional
 
+from ..state.kinds import StoreKind
 from ..state.timestamped import decode_timestamped
 from ..windows import Window, Windowed
 from .stores import SessionStore, TimestampedKeyValueStore, TimestampedWindowStore
@@ -189,8 +190,9 @@ class VersionedKeyValueStore(UserStore):
         return old
 
 
-USER_STORES: dict[str, type[UserStore]] = {
-    "kv": KeyValueStore, "window": WindowStore, "session": SessionStore, "versioned": VersionedKeyValueStore,
+USER_STORES: dict[StoreKind, type[UserStore]] = {
+    StoreKind.KV: KeyValueStore, StoreKind.WINDOW: WindowStore, StoreKind.SESSION: SessionStore,
+    StoreKind.VERSIONED: VersionedKeyValueStore,
 }
 
 

@@ -23,7 +23,7 @@ import logging
 import ssl
 import time
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from streamlib.config import StreamsConfig, server_address
@@ -33,6 +33,7 @@ from streamlib.query.paging import Budget, Cursor, HttpError, PinnedVersions, sc
 from streamlib.query.reads import NotYetQueryable
 from streamlib.query.server import PooledServer
 from streamlib.state.bounds import range_bounds
+from streamlib.state.kinds import StoreKind
 from streamlib.time import to_millis
 
 log = logging.getLogger("streamlib.query")
@@ -156,25 +157,15 @@ class QueryServer:
         if not parts or parts[0] != "stores" or len(parts) > 3:
             raise HttpError(404, f"no such resource: {url.path}")
         if len(parts) == 1:
-            stores = [{"name": d.name, "kind": d.kind} for _, d in sorted(self.queries.topology.stores.items())
-                      if d.queryable]
+            stores = [{"name": d.name, "kind": d.kind.value}
+                      for _, d in sorted(self.queries.topology.stores.items()) if d.queryable]
             return self._json(stores, budget)
         store = self._store_def(parts[1])
         if len(parts) == 2:
             return self._json(self._scan(store, query, budget), budget)
         view = self.queries.store(store.name)
         key = self._key(parts[2], self._key_serde(store))
-        if store.kind == "window":
-            return self._json(self._window_fetch(store, view, key, query), budget)
-        if store.kind == "session":
-            return self._json([{"start": w.window.start, "end": w.window.end, "value": v}
-                               for w, v in view.fetch_sessions(key)], budget)
-        if query:
-            raise HttpError(400, f"unknown parameters {sorted(query)} for a key-value store")
-        value = view.get(key)
-        if value is None:
-            raise HttpError(404, f"key {parts[2]!r} not found in store {store.name!r}")
-        return self._json({"key": key, "value": value}, budget)
+        return self._json(KEY_ROUTES[store.kind](store, view, key, parts[2], query), budget)
 
     def _authorize(self, authorization: Optional[str]) -> None:
         if self._token is None:
@@ -190,8 +181,8 @@ class QueryServer:
         unknown = set(query) - {"from", "to", "limit", "after"}
         if unknown:
             raise HttpError(400, f"unknown parameters {sorted(unknown)}; use from, to, limit and after")
-        if store.kind != "kv":
-            raise HttpError(400, f"store {store.name!r} is a {store.kind} store: read one key with "
+        if store.kind is not StoreKind.KV:
+            raise HttpError(400, f"store {store.name!r} is a {store.kind.label} store: read one key with "
                                  f"/stores/{store.name}/<key>")
         try:
             limit = int(query.get("limit", DEFAULT_LIMIT))
@@ -210,20 +201,6 @@ class QueryServer:
         config = self.queries.config
         return scan_page(lambda reads: query_view(store, reads, config), self.queries.reads(store.name),
                          self.pins, store.name, bounds, cursor, limit, budget)
-
-    def _window_fetch(self, store: Any, view: Any, key: Any, query: dict) -> list[dict]:
-        unknown = set(query) - {"time_from", "time_to"}
-        if unknown:
-            raise HttpError(400, f"unknown parameters {sorted(unknown)}; use time_from and time_to")
-        try:
-            time_from = int(query.get("time_from", 0))
-            time_to = int(query.get("time_to", _MAX_TIME))
-        except ValueError:
-            raise HttpError(400, "time_from and time_to must be integers (ms)") from None
-        if time_from > time_to:
-            raise HttpError(400, "time_from must not be after time_to")
-        return [{"start": start, "end": start + store.window_size_ms, "value": value}
-                for start, value in view.fetch(key, time_from, time_to)]
 
     def _store_def(self, name: str) -> Any:
         d = self.queries.topology.stores.get(name)
@@ -262,6 +239,42 @@ class QueryServer:
             status, kind, body = 500, _JSON, _error(exc)
         self.metrics.request_done(status, time.perf_counter() - started)
         return status, kind, body, headers
+
+
+# -- GET /stores/<store>/<key>, one route per store kind ----------------------------------------
+def _get_key(store: Any, view: Any, key: Any, text: str, query: dict) -> dict:
+    if query:
+        raise HttpError(400, f"unknown parameters {sorted(query)} for a key-value store")
+    value = view.get(key)
+    if value is None:
+        raise HttpError(404, f"key {text!r} not found in store {store.name!r}")
+    return {"key": key, "value": value}
+
+
+def _fetch_windows(store: Any, view: Any, key: Any, text: str, query: dict) -> list[dict]:
+    unknown = set(query) - {"time_from", "time_to"}
+    if unknown:
+        raise HttpError(400, f"unknown parameters {sorted(unknown)}; use time_from and time_to")
+    try:
+        time_from = int(query.get("time_from", 0))
+        time_to = int(query.get("time_to", _MAX_TIME))
+    except ValueError:
+        raise HttpError(400, "time_from and time_to must be integers (ms)") from None
+    if time_from > time_to:
+        raise HttpError(400, "time_from must not be after time_to")
+    return [{"start": start, "end": start + store.window_size_ms, "value": value}
+            for start, value in view.fetch(key, time_from, time_to)]
+
+
+def _fetch_sessions(store: Any, view: Any, key: Any, text: str, query: dict) -> list[dict]:
+    return [{"start": w.window.start, "end": w.window.end, "value": v} for w, v in view.fetch_sessions(key)]
+
+
+#: what a key's URL answers for each queryable store kind: (store def, query view,
+#: decoded key, key as in the URL, URL parameters) -> the JSON body
+KEY_ROUTES: dict[StoreKind, Callable[[Any, Any, Any, str, dict], Any]] = {
+    StoreKind.KV: _get_key, StoreKind.WINDOW: _fetch_windows, StoreKind.SESSION: _fetch_sessions,
+}
 
 
 def _error(exc: BaseException) -> bytes:

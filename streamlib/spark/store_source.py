@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -27,10 +27,11 @@ from streamlib.spark import internals
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from streamlib.processors.stores.layout import SESSIONS, WINDOWS
+from streamlib.processors.stores.layout import SESSIONS, WINDOWS, Layout
 from streamlib.query.frozen import KEEP_SECONDS, FrozenCopy
 from streamlib.spark.daemon import start_worker_task
 from streamlib.state.arrow import binaries
+from streamlib.state.kinds import StoreKind
 from streamlib.state.rocksdb import RocksDB
 
 #: Rows per Arrow batch a task yields.
@@ -52,17 +53,15 @@ def spark_type(serde: Any) -> str:
 class StoreColumns:
     """How a store's bytes become columns: serdes and the store kind."""
 
-    kind: str
+    kind: StoreKind
     key_serde: Any
     value_serde: Any
     window_size_ms: int = 0
 
     @property
     def ddl(self) -> str:
-        key, value = spark_type(self.key_serde), spark_type(self.value_serde)
-        if self.kind == "kv":
-            return f"key {key}, value {value}"
-        return f"key {key}, window_start bigint, window_end bigint, value {value}"
+        return ROW_DECODERS[self.kind].ddl.format(key=spark_type(self.key_serde),
+                                                  value=spark_type(self.value_serde))
 
     def encode(self) -> str:
         return base64.b64encode(internals.cloudpickle().dumps(self)).decode()
@@ -97,26 +96,47 @@ def kv_batch(columns: StoreColumns, keys: list[bytes], values: list[bytes]) -> p
                                       names=["key", "value"])
 
 
-def windowed_batch(columns: StoreColumns, keys: list[bytes], values: list[bytes]) -> pa.RecordBatch:
+def _windowed_batch(columns: StoreColumns, layout: Layout, keys: list[bytes], values: list[bytes],
+                    bounds: Callable[[tuple], tuple[int, int]]) -> pa.RecordBatch:
     """Windows (sessions) of a window (session) store as ``key, window_start, window_end,
-    value``; the store's time-index entries are left out."""
-    layout = WINDOWS if columns.kind == "window" else SESSIONS
+    value``; the store's time-index entries are left out. ``bounds`` turns a data key's
+    slot into the window's (start, end)."""
     rows = [(layout.parse_data(k), v) for k, v in zip(keys, values) if k[:1] == layout.tag]
     kbs = [kb for (kb, _), _ in rows]
-    if columns.kind == "window":
-        starts = [slot[0] for (_, slot), _ in rows]
-        ends = [start + columns.window_size_ms for start in starts]
-    else:   # sessions are keyed (end, start)
-        starts = [slot[1] for (_, slot), _ in rows]
-        ends = [slot[0] for (_, slot), _ in rows]
+    starts, ends = zip(*(bounds(slot) for (_, slot), _ in rows)) if rows else ((), ())
     return pa.RecordBatch.from_arrays(
         [_column(kbs, columns.key_serde, 0), pa.array(starts, pa.int64()), pa.array(ends, pa.int64()),
          _column([v for _, v in rows], columns.value_serde, _TIMESTAMP_BYTES)],
         names=["key", "window_start", "window_end", "value"])
 
 
-#: store kind -> rows of (key bytes, value bytes) to an Arrow batch with the DDL's columns
-ROW_DECODERS = {"kv": kv_batch, "window": windowed_batch, "session": windowed_batch}
+def window_batch(columns: StoreColumns, keys: list[bytes], values: list[bytes]) -> pa.RecordBatch:
+    """A window store's windows; a window ends ``window_size_ms`` after its start."""
+    return _windowed_batch(columns, WINDOWS, keys, values,
+                           lambda slot: (slot[0], slot[0] + columns.window_size_ms))
+
+
+def session_batch(columns: StoreColumns, keys: list[bytes], values: list[bytes]) -> pa.RecordBatch:
+    """A session store's sessions (keyed ``(end, start)``)."""
+    return _windowed_batch(columns, SESSIONS, keys, values, lambda slot: (slot[1], slot[0]))
+
+
+class RowDecoder(NamedTuple):
+    """How ``Streams.table()`` shows one store kind: its columns (a DDL template over
+    ``{key}`` and ``{value}``, the serdes' Spark types) and the function that turns
+    rows of (key bytes, value bytes) into an Arrow batch of them."""
+
+    ddl: str
+    decode: Callable[[StoreColumns, list[bytes], list[bytes]], pa.RecordBatch]
+
+
+_WINDOWED_DDL = "key {key}, window_start bigint, window_end bigint, value {value}"
+#: the table row decoder of each queryable store kind
+ROW_DECODERS: dict[StoreKind, RowDecoder] = {
+    StoreKind.KV: RowDecoder("key {key}, value {value}", kv_batch),
+    StoreKind.WINDOW: RowDecoder(_WINDOWED_DDL, window_batch),
+    StoreKind.SESSION: RowDecoder(_WINDOWED_DDL, session_batch),
+}
 
 
 @dataclass(frozen=True)
@@ -144,7 +164,7 @@ def read_partition(columns: StoreColumns, part: StorePartition) -> Iterator[pa.R
             f"the store copy {part.path} is gone: a DataFrame from Streams.table() reads the batch "
             f"it was made at, kept {KEEP_SECONDS:g}s after a newer one; query the temporary view "
             "or call Streams.table() again for the newest") from None
-    decode = ROW_DECODERS[columns.kind]
+    decode = ROW_DECODERS[columns.kind].decode
     try:
         entries = db.scan((None, None))
         while True:
@@ -188,6 +208,7 @@ class StoreDataSource(DataSource):
 def store_dataframe(spark: Any, copy: FrozenCopy, columns: StoreColumns) -> Any:
     """A DataFrame over one frozen copy of a store (see the module docstring)."""
     if columns.kind not in ROW_DECODERS:
-        raise ValueError(f"Streams.table() reads {sorted(ROW_DECODERS)} stores, not {columns.kind!r}")
+        raise ValueError(f"Streams.table() reads {[k.value for k in ROW_DECODERS]} stores, "
+                         f"not {columns.kind.value!r}")
     return (spark.read.format("streamlib-store").schema(columns.ddl)
             .option("copy", copy.to_json()).option("spec", columns.encode()).load())

@@ -12,9 +12,9 @@ from streamlib import (Consumed, Joined, JoinWindows, Materialized, Processor, S
                        SlidingWindows, StreamsBuilder, StreamsConfig, Suppressed, TimeWindows,
                        TopologyTestDriver)
 from streamlib import node_kinds
-from streamlib.node_kinds import COLUMN, NodeKind
+from streamlib.node_kinds import COLUMN, TABLE_JOIN, NodeKind
 from streamlib.node_kinds import _REGISTRY as REGISTERED
-from streamlib.node_params import ColumnOp, ColumnParams, serde_defaults
+from streamlib.node_params import ColumnOp, ColumnParams, TableJoinMode, serde_defaults
 
 from streams_helpers import S
 
@@ -78,6 +78,20 @@ def test_every_dsl_node_carries_its_kinds_params():
 def test_a_column_step_has_an_op_not_a_kind_name():
     assert COLUMN.params is ColumnParams
     assert ColumnParams(op=ColumnOp.FILTER, column=None).negate is False
+
+
+@pytest.mark.parametrize("join, this, other", [("join", TableJoinMode.INNER, TableJoinMode.INNER),
+                                               ("left_join", TableJoinMode.LEFT, TableJoinMode.RIGHT),
+                                               ("outer_join", TableJoinMode.OUTER, TableJoinMode.OUTER)])
+def test_a_table_join_side_has_a_mode_and_old_values_where_it_keeps_unmatched_rows(join, this, other):
+    builder = StreamsBuilder()
+    left, right = builder.table("left"), builder.table("right")
+    getattr(left, join)(right, lambda a, b: (a, b)).to_stream().to("out")
+    sides = {"OTHER" if "OTHER-" in node.name else "THIS": node.params
+             for node in builder.build() if node.spec is TABLE_JOIN}
+    assert (sides["THIS"].mode, sides["OTHER"].mode) == (this, other)
+    assert sides["THIS"].parent_sends_old_values is (this is not TableJoinMode.INNER)
+    assert sides["OTHER"].parent_sends_old_values is (other is TableJoinMode.OUTER)
 
 
 def test_resolve_fills_every_unset_serde_once_and_leaves_the_built_topology_alone():

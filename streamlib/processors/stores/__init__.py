@@ -1,7 +1,7 @@
 """Typed stores over the task's byte stores: processor-side stores and query views.
 
 :func:`typed_store` and :func:`query_view` build both for a ``StoreDef`` of any kind
-(``"kv"``, ``"window"``, ``"session"``).
+(a :class:`~streamlib.state.kinds.StoreKind`).
 """
 from .base import TypedStore
 from .keyvalue import KeyValueStoreView, TimestampedKeyValueStore

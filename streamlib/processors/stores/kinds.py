@@ -1,7 +1,8 @@
 """One builder per store kind: the processor-side store and the query view of a StoreDef.
 
 The task runtime, the ``TopologyTestDriver`` and ``Streams.store()`` all build stores
-here, so a kind is added in one place (``STORE_KINDS``).
+here, so a kind's stores are added in one place (``STORE_KINDS``, keyed by
+:class:`~streamlib.state.kinds.StoreKind`).
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, Callable, NamedTuple
 
 from ...config import StreamsConfig
 from ...serdes import Serde
+from ...state.kinds import StoreKind
 from ...state.kv import KeyValueStore
 from ...state.reads import KeyValueReads
 from ...topology import StoreDef
@@ -26,7 +28,7 @@ Build = Callable[[StoreDef, Any, Serde, Serde], Any]
 
 
 def _not_queryable(d: StoreDef, *_: Any) -> Any:
-    raise ValueError(f"store {d.name!r} is an internal {d.kind} store; it cannot be queried")
+    raise ValueError(f"store {d.name!r} is an internal {d.kind.label} store; it cannot be queried")
 
 
 def _window_store(d: StoreDef, s: Any, k: Serde, v: Serde) -> Any:
@@ -40,7 +42,9 @@ def _window_view(d: StoreDef, s: Any, k: Serde, v: Serde) -> Any:
     return cls(d.name, s, k, v, d.window_size_ms)
 
 
-class StoreKind(NamedTuple):
+class StoreBuilders(NamedTuple):
+    """What a store kind is in a task (``typed``) and to a query (``view``)."""
+
     typed: Build
     view: Build
     #: byte-store entries per user record: 2 for the kinds over a :mod:`.layout` (data
@@ -48,45 +52,45 @@ class StoreKind(NamedTuple):
     entries_per_record: int = 1
 
 
-STORE_KINDS: dict[str, StoreKind] = {
-    "kv": StoreKind(lambda d, s, k, v: TimestampedKeyValueStore(d.name, s, k, v),
-                    lambda d, s, k, v: KeyValueStoreView(d.name, s, k, v)),
-    "window": StoreKind(_window_store, _window_view, 2),
-    "session": StoreKind(lambda d, s, k, v: SessionStore(d.name, s, k, v),
-                         lambda d, s, k, v: SessionStoreView(d.name, s, k, v), 2),
-    "buffer": StoreKind(lambda d, s, k, v: TimeOrderedBuffer(d.name, s), _not_queryable),
+STORE_KINDS: dict[StoreKind, StoreBuilders] = {
+    StoreKind.KV: StoreBuilders(lambda d, s, k, v: TimestampedKeyValueStore(d.name, s, k, v),
+                                lambda d, s, k, v: KeyValueStoreView(d.name, s, k, v)),
+    StoreKind.WINDOW: StoreBuilders(_window_store, _window_view, 2),
+    StoreKind.SESSION: StoreBuilders(lambda d, s, k, v: SessionStore(d.name, s, k, v),
+                                     lambda d, s, k, v: SessionStoreView(d.name, s, k, v), 2),
+    StoreKind.BUFFER: StoreBuilders(lambda d, s, k, v: TimeOrderedBuffer(d.name, s), _not_queryable),
     # the stream–table join with grace: table history kept for retention_ms (the history
     # retention) behind the table's time, and the stream records of the grace
-    "versioned": StoreKind(lambda d, s, k, v: VersionedKeyValueStore(d.name, s, k, v, d.retention_ms),
-                           _not_queryable, 2),
-    "stream_buffer": StoreKind(lambda d, s, k, v: StreamBuffer(d.name, s, k, v), _not_queryable, 2),
-    "join_outer": StoreKind(lambda d, s, k, v: OuterJoinBuffer(d.name, s), _not_queryable),
-    "raw": StoreKind(lambda d, s, k, v: RawStore(d.name, s), _not_queryable),
+    StoreKind.VERSIONED: StoreBuilders(
+        lambda d, s, k, v: VersionedKeyValueStore(d.name, s, k, v, d.retention_ms), _not_queryable, 2),
+    StoreKind.STREAM_BUFFER: StoreBuilders(lambda d, s, k, v: StreamBuffer(d.name, s, k, v), _not_queryable, 2),
+    StoreKind.JOIN_OUTER: StoreBuilders(lambda d, s, k, v: OuterJoinBuffer(d.name, s), _not_queryable),
+    StoreKind.RAW: StoreBuilders(lambda d, s, k, v: RawStore(d.name, s), _not_queryable),
 }
 
 
-def queryable_kind(kind: str) -> bool:
+def queryable_kind(kind: StoreKind) -> bool:
     """Whether stores of ``kind`` have a query view (internal buffers have none)."""
-    return kind in STORE_KINDS and STORE_KINDS[kind].view is not _not_queryable
+    return STORE_KINDS[kind].view is not _not_queryable
 
 
-def entries_per_record(kind: str) -> int:
-    """Byte-store entries one record of a ``kind`` store takes (1 for unknown kinds).
+#: the kinds with a query view: each has an HTTP route and a table row decoder too
+QUERYABLE_KINDS = tuple(kind for kind in StoreKind if queryable_kind(kind))
+
+
+def entries_per_record(kind: StoreKind) -> int:
+    """Byte-store entries one record of a ``kind`` store takes.
 
     Examples
     --------
-    >>> entries_per_record("window"), entries_per_record("kv")
+    >>> entries_per_record(StoreKind.WINDOW), entries_per_record(StoreKind.KV)
     (2, 1)
     """
-    return STORE_KINDS[kind].entries_per_record if kind in STORE_KINDS else 1
+    return STORE_KINDS[kind].entries_per_record
 
 
-def _kind(d: StoreDef) -> StoreKind:
-    try:
-        return STORE_KINDS[d.kind]
-    except KeyError:
-        raise ValueError(f"store {d.name!r} has unknown kind {d.kind!r}; "
-                         f"kinds: {sorted(STORE_KINDS)}") from None
+def _kind(d: StoreDef) -> StoreBuilders:
+    return STORE_KINDS[d.kind]
 
 
 def _serdes(d: StoreDef, config: StreamsConfig) -> tuple[Serde, Serde]:
@@ -106,7 +110,7 @@ def typed_store(d: StoreDef, store: KeyValueStore, config: StreamsConfig) -> Any
     >>> from streamlib.state import StoreSpec, open_task_stores
     >>> stores = open_task_stores(tempfile.mkdtemp(), [StoreSpec("w", logging=False)])
     >>> stores.begin(0)
-    >>> d = StoreDef("w", kind="window", key_serde=Serdes.string(), value_serde=Serdes.long(),
+    >>> d = StoreDef("w", kind=StoreKind.WINDOW, key_serde=Serdes.string(), value_serde=Serdes.long(),
     ...              window_size_ms=60_000)
     >>> type(typed_store(d, stores["w"], StreamsConfig())).__name__
     'TimestampedWindowStore'
