@@ -87,12 +87,15 @@ docs: $(STAMP)
 faults: $(STAMP) java
 	$(VPY) tests/faults/harness.py --kills 50 $(FAULTS_ARGS)
 
-# Spark against the test driver wherever micro-batches are cut, on random inputs:
-# PARITY_EXAMPLES cases (make test runs the fixed cases only). Prints the cases tried and any difference.
+# Spark against the test driver wherever micro-batches are cut, on random inputs and random
+# DSL topologies: PARITY_EXAMPLES cases each, the topologies for at most PARITY_MINUTES minutes
+# (0: no limit; make test runs the fixed cases only). Prints the cases tried and a shrunk difference.
 PARITY_EXAMPLES ?= 200
+PARITY_MINUTES ?= 0
 parity-soak: $(STAMP) java
-	PARITY_EXAMPLES=$(PARITY_EXAMPLES) $(VPY) -m pytest -q tests/spark/test_parity_batches.py \
-	    tests/spark/test_batch_parity_cases.py --hypothesis-show-statistics
+	PARITY_EXAMPLES=$(PARITY_EXAMPLES) PARITY_MINUTES=$(PARITY_MINUTES) $(VPY) -m pytest -q \
+	    tests/spark/test_parity_batches.py tests/spark/test_batch_parity_cases.py tests/spark/test_parity_topologies.py \
+	    --hypothesis-show-statistics
 
 # Each plan rule against the plain plan and the test driver on random inputs
 # (spark/rules/): RULES_EXAMPLES cases per rule (make test runs each rule's fixed case).

@@ -220,6 +220,8 @@ class TopologyTestDriver:
         self._task_topics = {t for task in self._tasks for t in task.sources}
         self._read_topics = self._task_topics | set(self._global_topics)
         self._pending = PendingRecords()
+        #: tasks that ran once: a processor has its state (and a watermark) from then on
+        self._begun: set[str] = set()
 
     # -- topics --------------------------------------------------------------------------
     def create_input_topic(self, name: str, key_serde: Serde, value_serde: Serde) -> TestInputTopic:
@@ -261,6 +263,7 @@ class TopologyTestDriver:
         """One commit of ``task`` around ``work``; its output recorded and written on.
         Processors start it at ``wall_clock`` (default: the driver's clock)."""
         self._batch += 1
+        self._begun.add(task.task_id)
         task.begin(self._stores.get(task.task_id), self._batch,
                    wall_clock=self._wall_clock if wall_clock is None else wall_clock)
         work()
@@ -324,7 +327,7 @@ class TopologyTestDriver:
                     totals[metric] += value
         totals["drops"] = drops
         totals["stream_time"] = max((t.context.stream_time for t in self._tasks), default=-1)
-        marks = [t.watermark() for t in self._tasks if t.time_aware]
+        marks = [t.watermark() for t in self._tasks if t.time_aware and t.task_id in self._begun]
         totals["watermark"] = min(marks, default=totals["stream_time"])
         return dict(totals)
 

@@ -1,0 +1,285 @@
+"""Differential property test, driver against Spark, over random DSL topologies.
+
+A topology is drawn by :mod:`parity_topologies` (stateless chains, re-keying, windowed
+and session aggregations with and without ``suppress``, stream–stream, stream–table,
+table–table, foreign-key and global-table joins, branches and merges); its inputs are
+random records on two partitions per topic (out of order, too late for their windows,
+tombstones, null keys, equal timestamps); Spark processes them in one batch or in
+batches of ``max_records_per_batch``, and maybe in two runs of the application on the
+same workspace (stopped and started again between the two halves of the input). The
+driver takes the same records in the order a task takes them (:func:`task_order`).
+Output topics, stores, ``dropped_records`` and the drops per reason and node must be
+equal: a table's output as its final value per key (under Spark a commit emits the
+latest update per key, the driver every update: Kafka's record cache), a stream's output
+as the same records in any order across partitions.
+
+``make test`` runs the fixed examples; ``make parity-soak`` generates ``PARITY_EXAMPLES``
+cases for at most ``PARITY_MINUTES`` minutes, shrinks a failure and prints the cases
+tried.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+import pytest
+from hypothesis import HealthCheck, Phase, assume, example, given, note, settings
+from hypothesis.control import currently_in_test_context
+from hypothesis import strategies as st
+
+from both_engines import Outcome
+from engine import Workspace
+from parity_topologies import (GLOBAL, KEYS, Aggregate, Branch, GlobalLookup, Merge, Src, Step, StreamJoin,
+                               Table, TableJoin, TableLookup, ToTopic, Window, build, dsl, table_outputs,
+                               topologies)
+from streamlib import Serdes, Streams, TopologyError, TopologyTestDriver
+from streamlib.spark.plan import stage_order
+from streamlib.topics.partitioner import default_partitioner
+
+S = Serdes.string()
+PARTITIONS = 2
+EXAMPLES = int(os.environ.get("PARITY_EXAMPLES", "3"))
+MINUTES = float(os.environ.get("PARITY_MINUTES", "0"))
+# make test runs the fixed cases only (a random case that fails is an open finding for the
+# soak, never a flaky suite); make parity-soak generates cases and shrinks a failure
+SOAK = "PARITY_EXAMPLES" in os.environ
+TOPICS = ("s1", "s2", "t1", "t2", GLOBAL)
+tried = {"cases": 0, "spark_runs": 0, "started": time.monotonic()}
+
+
+def records_of(topic: str) -> st.SearchStrategy:
+    """(key, value, timestamp): whole seconds plus the topic's index in ms, so two topics
+    never share a timestamp (which of two records with equal timestamps in different
+    topics goes first is a tie the driver, following records depth first through
+    repartitions, and a task, taking a repartition topic's head first, break differently,
+    as Kafka Streams' own would); within a topic timestamps repeat."""
+    offset = TOPICS.index(topic)
+    return st.lists(st.tuples(st.sampled_from(KEYS + KEYS + (None,)), st.sampled_from(KEYS + (None,)),
+                              st.integers(0, 30).map(lambda s: s * 1000 + offset)), max_size=10)
+
+
+inputs = st.fixed_dictionaries({topic: records_of(topic) for topic in TOPICS})
+#: None: one batch; else max_records_per_batch
+batches = st.sampled_from([None, 1, 3, 50])
+#: None: one run; n: the application is stopped after the first n records of each topic
+restarts = st.none() | st.integers(1, 6)
+
+
+def partition_of(record: tuple) -> int:
+    key, _, timestamp = record
+    if key is None:     # a key-less record goes where the test puts it
+        return (timestamp // 1000) % PARTITIONS
+    return default_partitioner(key.encode(), PARTITIONS)
+
+
+def task_order(delivery: dict[str, list[tuple]]) -> list[tuple[str, tuple]]:
+    """The records of one run as a task takes them (DESIGN.md, "Time and order"): each
+    partition in offset order, across partitions by the largest timestamp up to the
+    record, ties to the topic, then partition, that sorts first. The global table's
+    records come first: a task's replica catches up to the topic's end before a batch
+    (as Kafka Streams bootstraps global tables before processing), while the driver
+    applies them when piped."""
+    ranked = []
+    for topic in sorted(delivery):
+        by_partition = [[r for r in delivery[topic] if partition_of(r) == p] for p in range(PARTITIONS)]
+        for p, part in enumerate(by_partition):
+            highest = -1
+            for offset, record in enumerate(part):
+                highest = max(highest, record[2])
+                first = 0 if topic == GLOBAL else 1
+                ranked.append(((first, highest, topic, p, offset), topic, record))
+    return [(topic, record) for _, topic, record in sorted(ranked, key=lambda entry: entry[0])]
+
+
+def deliveries(records: dict[str, list[tuple]], restart: Optional[int]) -> list[dict[str, list[tuple]]]:
+    if restart is None:
+        return [records]
+    return [{t: rows[:restart] for t, rows in records.items()}, {t: rows[restart:] for t, rows in records.items()}]
+
+
+def run_driver(topology, outputs: dict, stores: list[str], runs: list[dict], workspace: Workspace) -> Outcome:
+    with TopologyTestDriver(topology, workspace.config()) as driver:
+        read = set(topology.source_topics()) | set(topology.global_stores().values())
+        pipes = {t: driver.create_input_topic(t, S, S) for t in TOPICS if t in read}
+        for delivery in runs:
+            for topic, (key, value, timestamp) in task_order(delivery):
+                if topic in pipes:
+                    pipes[topic].pipe_input(key, value, timestamp)
+        views = driver.get_all_state_stores()
+        content = {name: dict(views[name].all()) for name in stores}
+        written = {topic: [(r.key, r.value, r.timestamp, 0) for r in
+                           driver.create_output_topic(topic, *serdes).read_records_to_list()]
+                   for topic, serdes in outputs.items()}
+        return Outcome(content, written, driver.metrics())
+
+
+def run_spark(spark, build_it, outputs: dict, stores: list[str], runs: list[dict], workspace: Workspace,
+              batch: Optional[int]) -> Outcome:
+    """Each delivery produced, then processed by a new application on the same
+    workspace (its state and checkpoint); drops summed over the runs."""
+    overrides = {"num_partitions": 1, **({"max_records_per_batch": batch} if batch else {})}
+    for topic in TOPICS:
+        workspace.backend.create_topic(topic, partitions=PARTITIONS, exist_ok=True)
+    dropped, drops = 0, {}
+    for i, delivery in enumerate(runs):
+        for topic, rows in delivery.items():
+            for record in rows:
+                key, value, timestamp = record
+                workspace.backend.produce(topic, key=S.serialize(key), value=S.serialize(value),
+                                          timestamp=timestamp, partition=partition_of(record))
+        workspace.backend.flush()
+        app = Streams(build_it(), workspace.config(**overrides), spark=spark)
+        tried["spark_runs"] += 1
+        try:
+            app.process_available()
+            metrics = app.metrics()
+            dropped += metrics["dropped_records"]
+            for reason, by_node in (metrics.get("drops") or {}).items():
+                for node, n in by_node.items():
+                    drops.setdefault(reason, {})[node] = drops.get(reason, {}).get(node, 0) + n
+            if i == len(runs) - 1:
+                content = {name: dict(app.store(name).all()) for name in stores}
+                written = {topic: workspace.read(topic, *serdes, with_partition=True)
+                           for topic, serdes in outputs.items()}
+        finally:
+            app.stop()
+    return Outcome(content, written, {"dropped_records": dropped, "drops": drops})
+
+
+def assert_same(driver: Outcome, spark: Outcome, tables: set[str]) -> None:
+    assert spark.stores == driver.stores, "stores differ"
+    for topic in driver.outputs:
+        if topic in tables:
+            assert spark.final(topic) == driver.final(topic), f"{topic} (final per key)"
+        else:
+            found = sorted((repr(r[:3]) for r in spark.outputs[topic]))
+            expected = sorted((repr(r[:3]) for r in driver.outputs[topic]))
+            assert found == expected, f"{topic} (records)"
+    assert spark.metrics["drops"] == driver.metrics["drops"], "drops per reason and node"
+    assert spark.metrics["dropped_records"] == driver.metrics["dropped_records"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def summary():
+    yield
+    minutes = (time.monotonic() - tried["started"]) / 60
+    # past pytest's capture: the soak's summary shows without -s
+    sys.__stderr__.write(f"\nparity topologies: {tried['cases']} cases tried, {tried['spark_runs']} Spark runs, "
+                         f"{minutes:.1f} min\n")
+
+
+def _note(text: str) -> None:
+    if currently_in_test_context():
+        note(text)
+
+
+def refused_by_spark(built) -> bool:
+    """Known difference (see the xfail tests): Spark refuses a topology whose
+    sub-topology reads what it writes itself, which the driver runs."""
+    try:
+        stage_order(built)
+    except TopologyError:
+        return True
+    return False
+
+
+def loses_a_table_join_delete(topology: tuple, records: dict, batch: Optional[int],
+                              restart: Optional[int]) -> bool:
+    """Known difference (see the xfail tests): under Spark a key table–table join's
+    result loses a delete when the row was emitted in an earlier commit. Only possible
+    with more than one commit and a delete on a side (a tombstone, or a filter)."""
+    if batch is None and restart is None:
+        return False
+    for out in topology:
+        if isinstance(out, TableJoin) and not out.foreign_key:
+            sides = (out.left, out.right)
+            if any("filter" in t.ops or any(r[1] is None for r in records[t.topic]) for t in sides):
+                return True
+    return False
+
+
+def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: Optional[int]) -> None:
+    built, outputs, stores = build(topology)
+    if currently_in_test_context():
+        if MINUTES and time.monotonic() - tried["started"] > MINUTES * 60:
+            assume(False)   # the time budget is spent: hypothesis stops on rejected cases
+        assume(not refused_by_spark(built))
+        assume(not loses_a_table_join_delete(topology, records, batch, restart))
+    tried["cases"] += 1
+    _note(f"topology:\n{dsl(topology)}\nbatch={batch} restart={restart}")
+    runs = deliveries(records, restart)
+    with tempfile.TemporaryDirectory() as root:
+        workspace = Workspace(Path(root))
+        driver = run_driver(built, outputs, stores, runs, workspace)
+        _note(f"driver outputs: {driver.outputs}\ndriver drops: {driver.metrics['drops']}")
+        on_spark = run_spark(spark, lambda: build(topology)[0], outputs, stores, runs, workspace, batch)
+        _note(f"Spark outputs: {on_spark.outputs}\nSpark drops: {on_spark.metrics['drops']}")
+    assert_same(driver, on_spark, table_outputs(topology))
+
+
+def soak_settings(test):
+    # each example is one or two Spark runs (a minute on a busy 2-core machine)
+    timeout = 600 * (EXAMPLES + 1) if not MINUTES else int(MINUTES * 60) + 1200
+    return pytest.mark.timeout(timeout)(settings(
+        max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.generate, Phase.shrink] if SOAK else [Phase.explicit])(test))
+
+
+@soak_settings
+@given(topology=topologies, records=inputs, batch=batches, restart=restarts)
+@example(topology=(Aggregate(Step(Src("s1"), "select_key"), by_value=False, op="count",
+                             window=Window("hopping", 4_000, 0), suppress=True),
+                   TableLookup(Branch(Src("s2"), 1), Table("t1", ("filter",)), "left_join"),
+                   GlobalLookup(Merge(Src("s1"), Src("s2")), "join"),
+                   TableJoin(Table("t1", ("map_values",)), Table("t2"), "outer_join")),
+         records={"s1": [("a", "b", 1000), ("b", "a", 9000), ("a", "a", 2000), (None, "c", 5000), ("c", None, 7000),
+                         ("b", "b", 3000)],
+                  "s2": [("a", "a", 2001), ("b", "c", 4001), ("c", None, 6001), ("a", "b", 4001)],
+                  "t1": [("a", "x", 3), ("b", "b", 2002), ("a", None, 5002), ("c", "a", 6002)],
+                  "t2": [("b", "b-row", 3), ("c", "c-row", 4003), ("b", None, 9003)],
+                  "g1": [("a", "ga", 4), ("b", "gb", 4), ("c", None, 4)]},
+         batch=None, restart=None)
+@example(topology=(TableJoin(Table("t1"), Table("t2", ("filter",)), "left_join", foreign_key=True),
+                   StreamJoin(Step(Src("s1"), "swap"), Src("s2"), "outer_join", within=2_000, grace=3_000)),
+         records={"s1": [("a", "b", 1000), ("b", "c", 6000), ("a", "a", 2000), ("c", "b", 12000)],
+                  "s2": [("b", "y", 2001), ("a", "z", 9001), ("c", "y", 3001), ("b", None, 13001)],
+                  "t1": [("a", "b", 1002), ("b", "c", 2002), ("a", "c", 7002), ("b", None, 8002)],
+                  "t2": [("b", "b-row", 3), ("c", "c-row", 4003), ("b", None, 9003)], "g1": []},
+         batch=None, restart=2)
+@example(topology=(Aggregate(Merge(Src("s1"), Src("s2")), by_value=True, op="aggregate",
+                             window=Window("session", 4_000, 3_000), suppress=True),
+                   Aggregate(Step(Src("s1"), "flat_map"), by_value=False, op="reduce",
+                             window=Window("sliding", 4_000, 0)),
+                   ToTopic(Branch(Step(Src("s2"), "map_values"), 0))),
+         records={"s1": [("a", "a", 1000), ("b", "b", 2000), ("a", "a", 9000), ("a", "c", 3000), ("b", None, 4000),
+                         ("c", "a", 20000), ("a", "b", 8000)],
+                  "s2": [("a", "a", 1001), ("c", "b", 5001), ("b", "a", 12001), ("a", "c", 4001)],
+                  "t1": [], "t2": [], "g1": []},
+         batch=3, restart=3)
+def test_spark_matches_the_driver_on_random_topologies(spark, topology, records, batch, restart):
+    check(spark, topology, records, batch, restart)
+
+
+NO_RECORDS = {topic: [] for topic in TOPICS}
+
+
+@pytest.mark.xfail(strict=True, raises=TopologyError, reason="Spark refuses a foreign-key join of two tables that "
+                   "share a sub-topology (a key join beside it); the driver (and Kafka Streams) run it")
+def test_a_foreign_key_join_of_tables_joined_on_their_keys_too(spark):
+    topology = (TableJoin(Table("t1"), Table("t2"), "join", foreign_key=True),
+                TableJoin(Table("t1"), Table("t2"), "outer_join"))
+    records = dict(NO_RECORDS, t1=[("a", "b", 1002)], t2=[("b", "row", 3)])
+    check(spark, topology, records, batch=None, restart=None)
+
+
+@pytest.mark.xfail(strict=True, reason="Spark loses a table-table join's delete when its row was emitted in an "
+                   "earlier commit (the cached merge sees no old value without send_old_values)")
+@pytest.mark.parametrize("kind", ["join", "left_join"])
+def test_a_table_join_forwards_the_delete_of_a_row_emitted_in_an_earlier_batch(spark, kind):
+    topology = (TableJoin(Table("t1"), Table("t2"), kind),)
+    records = dict(NO_RECORDS, t1=[("a", "x", 1002), ("a", None, 5002)], t2=[("a", "row", 3)])
+    check(spark, topology, records, batch=1, restart=None)
