@@ -3,6 +3,7 @@ PYTHON ?= python3.11
 VENV := .venv
 VPY := $(abspath $(VENV))/bin/python
 STAMP := $(VENV)/.installed-stamp
+PLACEMENT_JAR := streamlib/spark/jars/streamlib-placement.jar
 export PYSPARK_PYTHON := $(VPY)
 export PYSPARK_DRIVER_PYTHON := $(VPY)
 
@@ -20,7 +21,7 @@ SMOKE_TESTS := tests/spark/test_engine_spark.py tests/spark/test_windows_spark.p
 	tests/spark/test_interactive_queries.py tests/spark/test_spark_internals.py \
 	tests/spark/test_spark_workers.py
 
-.PHONY: test test-fast test-smoke-spark43 wordcount bench java jars kafka-up kafka-down clean faults docs parity-soak rules-soak
+.PHONY: cluster-up cluster-down cluster-test test test-fast test-smoke-spark43 wordcount bench java jars kafka-up kafka-down clean faults docs parity-soak rules-soak
 
 # A venv with an editable install of this clone, the tested set of dependencies
 # (constraints.txt) and the PySpark version given; an editable install has no place for the .pth
@@ -40,8 +41,26 @@ $(STAMP): pyproject.toml setup.py streamlib-spark-path.pth constraints.txt
 $(VENV_SMOKE)/.installed-stamp: pyproject.toml setup.py streamlib-spark-path.pth constraints.txt
 	$(call make_venv,$(VENV_SMOKE),$(PYSPARK_SMOKE_VERSION))
 
-java:
+java: $(PLACEMENT_JAR)
 	@$(VPY) -m streamlib.spark.java_check
+
+# streamlib's JVM piece (sticky placement, jvm/placement/): committed, rebuilt when its
+# sources change; without javac the committed jar stays (tools/placement_jar.py).
+$(PLACEMENT_JAR): $(wildcard jvm/placement/src/streamlib/placement/*.java) | $(STAMP)
+	$(VPY) tools/placement_jar.py --if-javac
+
+# A Spark standalone cluster on this machine (a master, CLUSTER_WORKERS workers of one core,
+# each with its own work and state directory, under .cache/spark-cluster/).
+CLUSTER_WORKERS ?= 2
+cluster-up: $(STAMP) java
+	$(VPY) tools/spark_cluster.py up --workers $(CLUSTER_WORKERS)
+
+cluster-down:
+	$(VPY) tools/spark_cluster.py down
+
+# The cluster tests, long ones included (make test runs the short one).
+cluster-test: $(STAMP) java jars
+	CLUSTER_TEST_LONG=1 $(VPY) -m pytest -q tests/test_cluster_placement.py
 
 # Apache Kafka's broker jars and Spark's Kafka source (Maven, into .cache/; once).
 jars: $(STAMP) java

@@ -392,3 +392,68 @@ def log4j(spark: SparkSession) -> Optional[Any]:
         return _attempt("log4j through Py4J", private, public)
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext to reach
         return None
+
+
+# -- sticky placement (streamlib.spark.placement) -----------------------------------------------
+
+#: streamlib's JVM piece: an RDD whose partitions prefer an executor (jvm/placement/)
+PLACEMENT_JAR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jars", "streamlib-placement.jar")
+PLACEMENT_CLASS = "streamlib.placement.Placement"
+
+
+def _placement_class(spark: SparkSession) -> Optional[Any]:
+    from py4j.java_gateway import JavaClass
+
+    found = spark.sparkContext._jvm.streamlib.placement.Placement
+    return found if isinstance(found, JavaClass) else None
+
+
+def load_placement(spark: SparkSession) -> bool:
+    """Whether the placement classes are in the driver's JVM, adding the jar to a running
+    session's driver (its gateway's class loader) and executors (``addJar``) when they are
+    not (a session streamlib starts has it in ``spark.jars``). Fallback: False."""
+
+    def private() -> bool:
+        if _placement_class(spark) is not None:
+            return True
+        jvm = spark.sparkContext._jvm
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        loader.addURL(jvm.java.io.File(PLACEMENT_JAR).toURI().toURL())
+        spark.sparkContext._jsc.sc().addJar(PLACEMENT_JAR)
+        return _placement_class(spark) is not None
+
+    return _attempt("streamlib placement jar", private, lambda: False)
+
+
+def placement_runs(spark: SparkSession) -> Optional[Any]:
+    """A new JVM accumulator of where placed partitions ran (:func:`placed_rows`)."""
+    return _attempt("streamlib placement jar",
+                    lambda: _placement_class(spark).runs(spark.sparkContext._jsc.sc(), "streamlib placement"),
+                    lambda: None)
+
+
+def take_placement_runs(spark: SparkSession, runs: Any) -> list[str]:
+    """The runs ``runs`` collected since the last call (``"<label> <partition> <executor
+    id> <host>"`` each), then emptied."""
+    return _attempt("streamlib placement jar", lambda: list(_placement_class(spark).take(runs)), lambda: [])
+
+
+def live_executors(spark: SparkSession) -> list[str]:
+    """Spark's locations (``executor_<host>_<id>``) of the executors alive now, sorted."""
+    return _attempt("streamlib placement jar", lambda: list(_placement_class(spark).liveExecutors()), lambda: [])
+
+
+def placed_rows(rows: DataFrame, label: str, locations: list[Optional[str]], runs: Any) -> DataFrame:
+    """``rows`` whose partition ``i`` prefers ``locations[i]`` (None: anywhere) and adds
+    where it ran to ``runs``: a new plan over the RDD of ``rows``' plan (Spark plans it
+    here, and a plan template cannot replay it). Fallback: ``rows`` as they are."""
+
+    def private() -> DataFrame:
+        spark = rows.sparkSession
+        gateway = spark.sparkContext._gateway
+        array = gateway.new_array(gateway.jvm.java.lang.String, len(locations))
+        for i, location in enumerate(locations):
+            array[i] = location
+        return _frame(_placement_class(spark).place(rows._jdf, label, array, runs), spark)
+
+    return _attempt("streamlib placement jar", private, lambda: rows)

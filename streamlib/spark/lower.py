@@ -31,6 +31,7 @@ from streamlib.spark.exprs import by_key, once, selected
 from streamlib.spark.hashing import hash_partition
 from streamlib.spark.plan import (EXCLUDED_RULES_CONF, PlanContext, PlannedStage, Runner, plan_batch,
                                   user_sources)
+from streamlib.spark.placement import StickyPlacement
 from streamlib.spark.plan_template import PlanTemplate
 from streamlib.spark.tasks import (BATCH_PROPERTY, TASK_PARTITION, TICK_TOPIC, StagePlan, merge_metrics,
                                    reader_stage_function, stage_function)
@@ -109,8 +110,13 @@ class BatchPlan:
         self._tick_frames: dict[int, tuple[Any, DataFrame]] = {}
         #: the first batch's plan, for the later ones (spark/plan_template.py)
         self._template: Optional[PlanTemplate] = None
-        # Not with a persisted stage output: it is the batch's own.
-        self._reuse_plans = not any(stage.persists_output for stage in self.stages)
+        #: where stateful tasks run, on a cluster (spark/placement.py)
+        self.placement = StickyPlacement.start(spark) if any(self._placed(s) for s in self.stages) else None
+        #: the inputs of placed stages in the batch's plan (their observed metrics are their own)
+        self._placed_inputs: list[DataFrame] = []
+        # Not with a persisted stage output: it is the batch's own; nor with placed
+        # stages: each batch's placed input is an RDD of that batch's rows.
+        self._reuse_plans = not any(stage.persists_output for stage in self.stages) and self.placement is None
 
     @property
     def chains(self) -> dict:
@@ -195,6 +201,7 @@ class BatchPlan:
         terminal: list[DataFrame] = []  # outputs of stages nothing reads (empty: tasks write sinks)
         self._undecodable: list[DataFrame] = []  # handlers of rows Column steps cannot decode
         self._skipped: list[SkippedCount] = []  # counts of the rows they drop
+        self._placed_inputs = []
         for stage in self.stages:
             planned = stage.planned
             if planned.runner is Runner.NONE:
@@ -244,11 +251,21 @@ class BatchPlan:
         # The task's partition as the stage sees it: inside a union of stages,
         # TaskContext.partitionId() counts the union's partitions instead.
         rows = rows.withColumn(TASK_PARTITION, once(TASK_PARTITION, F.spark_partition_id))
+        if self.placement is not None and self._placed(stage):
+            # One Spark task per stream task, each preferring the executor with its stores.
+            self._placed_inputs.append(rows)
+            return self.placement.place(rows, stage.sub.id, stage.plan.num_partitions)
         if planned.shuffled and stage.plan.num_partitions > self.cores:
             # A Python task costs 50-70 ms even without rows: one per core, each
             # running its share of the stage's tasks, not waves of them.
             rows = rows.coalesce(self.cores)
         return rows
+
+    @staticmethod
+    def _placed(stage: Stage) -> bool:
+        """Whether a stage's tasks are placed where their stores are: stateful ones,
+        whose input is shuffled into one partition per task."""
+        return stage.sub.stateful and stage.planned.shuffled and stage.planned.runner is Runner.ARROW_MAP
 
     def reader_stage_option(self) -> Optional[str]:
         """The source's ``readerStage`` option (:mod:`streamlib.spark.source`): the
@@ -304,6 +321,9 @@ class BatchPlan:
             result.collect()  # no rows: terminal stages only write to sinks
             if self._skipped:
                 observed = internals.observed_metrics(result)
+                for placed in self._placed_inputs:   # planned apart from the result
+                    if observed is not None:
+                        observed.update(internals.observed_metrics(placed) or {})
                 for skipped in self._skipped:
                     skipped.report(observed, self.metrics.add)
         finally:

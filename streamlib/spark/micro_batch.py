@@ -67,7 +67,9 @@ class MicroBatches:
         stream-time log lives there) and the topics' backend to tell whether input is
         waiting past a batch (None where that cannot be known, as with Kafka, whose log
         end may count transaction markers: the time pass then always runs)."""
-        self.plan = plan
+        earlier, self.plan = self.plan, plan
+        if earlier is not None and earlier.placement is not None and plan.placement is not None:
+            plan.placement.go_on_from(earlier.placement)
         self._checkpoint = checkpoint
         self._time_log = StreamTimeLog(checkpoint)
         self._input_backend = input_backend
@@ -81,12 +83,12 @@ class MicroBatches:
     def _passes(self, df: Any, batch_id: int) -> dict[str, dict]:
         started = time.perf_counter()
         before = self._start_of(batch_id)
-        reports = self._pass(df, data_pass(batch_id), -1)
+        reports = self._pass(df, batch_id, data_pass(batch_id), -1)
         if self.plan.time_aware:
             behind = [m for m in reports.values()
                       if m.get("time_aware") and m.get("stream_time", -1) < self._stream_time]
             if behind and not self._input_waiting(batch_id):
-                reports = {**reports, **self._pass(df.limit(0), time_pass(batch_id), self._stream_time)}
+                reports = {**reports, **self._pass(df.limit(0), batch_id, time_pass(batch_id), self._stream_time)}
             self._time_log.record(batch_id, before, self._stream_time)
         with self._lock:
             self._last_batch = batch_id
@@ -108,11 +110,16 @@ class MicroBatches:
             return False
         return input_waiting(planned_end(self._checkpoint, batch_id), self._input_backend)
 
-    def _pass(self, df: Any, internal_batch: int, stream_time: int) -> dict[str, dict]:
-        """One run of every stage; the tasks' metrics added to the totals."""
+    def _pass(self, df: Any, batch_id: int, internal_batch: int, stream_time: int) -> dict[str, dict]:
+        """One run of every stage; the tasks' metrics, with where the placed ones ran,
+        added to the totals."""
         self.plan.run(df, internal_batch, stream_time)
         reports = self.plan.metrics.value.get("tasks", {})
         self.plan.metrics.value = {"tasks": {}}
+        if self.plan.placement is not None:
+            for task, where in self.plan.placement.record(batch_id, reports).items():
+                if task in reports:   # (a task without rows reports nothing)
+                    reports[task] = {**reports[task], **where}
         with self._lock:
             for task_id, metrics in reports.items():
                 for counter in COUNTERS:
@@ -129,4 +136,6 @@ class MicroBatches:
         with self._lock:
             counters: dict[str, Any] = {counter: self._totals[counter] for counter in COUNTERS}
             counters["drops"] = {reason: dict(by_node) for reason, by_node in self._drops.items()}
+            if self.plan is not None and self.plan.placement is not None:
+                counters["placement"] = self.plan.placement.summary()
             return counters, {task_id: dict(m) for task_id, m in self._tasks.items()}, self._last_batch

@@ -141,6 +141,8 @@ def get_or_create_session(master: Optional[str] = None, app_name: str = "streaml
             settings["spark.log.level"] = DEFAULT_LEVEL
         settings[SESSION_ENV[0]] = SESSION_ENV[1]
         settings.update(conf or {})
+        if not submitted:   # (under spark-submit, spark.jars is the user's: loaded later instead)
+            settings["spark.jars"] = ",".join(filter(None, [settings.get("spark.jars"), internals.PLACEMENT_JAR]))
         if master is not None:
             settings["spark.master"] = master
         if not submitted and settings["spark.master"].startswith("local"):

@@ -49,7 +49,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_the_wheel_holds_the_pth_the_helper_module_and_the_type_marker(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"streamlib-spark-path.pth", "_streamlib_spark_path.py", "streamlib/py.typed",
-            "streamlib/versions.env"} <= names
+            "streamlib/versions.env", "streamlib/spark/jars/streamlib-placement.jar"} <= names
     assert wheel.name.startswith(f"streamlib-{streamlib.__version__}-")
 
 

@@ -1,0 +1,54 @@
+package streamlib.placement;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.spark.SparkContext;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.storage.BlockManagerId;
+import org.apache.spark.util.CollectionAccumulator;
+import scala.jdk.javaapi.CollectionConverters;
+
+/** What streamlib's Python side calls (through Py4J) to place a stage's tasks. */
+public final class Placement {
+    private Placement() {
+    }
+
+    /**
+     * {@code rows} as a new DataFrame over a {@link PlacedRDD}: partition {@code i} prefers
+     * {@code locations[i]} (null: anywhere) and adds where it ran to {@code runs}, after
+     * {@code label}.
+     */
+    public static Dataset<Row> place(Dataset<Row> rows, String label, String[] locations,
+                                     CollectionAccumulator<String> runs) {
+        PlacedRDD placed = new PlacedRDD(rows.queryExecution().toRdd(), label, locations, runs);
+        return rows.sparkSession().internalCreateDataFrame(placed, rows.schema(), false);
+    }
+
+    /** A new accumulator of the runs of placed partitions. */
+    public static CollectionAccumulator<String> runs(SparkContext context, String name) {
+        return context.collectionAccumulator(name);
+    }
+
+    /** The runs {@code runs} collected, then emptied. */
+    public static String[] take(CollectionAccumulator<String> runs) {
+        List<String> taken = new ArrayList<>(runs.value());
+        runs.reset();
+        return taken.toArray(new String[0]);
+    }
+
+    /** The live executors' locations, {@code executor_<host>_<id>}, the driver's excluded. */
+    public static String[] liveExecutors() {
+        List<String> found = new ArrayList<>();
+        for (BlockManagerId id : CollectionConverters.asJava(
+                SparkEnv.get().blockManager().master().getMemoryStatus().keySet())) {
+            if (!id.isDriver()) {
+                found.add("executor_" + id.host() + "_" + id.executorId());
+            }
+        }
+        found.sort(null);
+        return found.toArray(new String[0]);
+    }
+}
