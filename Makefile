@@ -60,7 +60,7 @@ cluster-down:
 
 # The cluster tests, long ones included (make test runs the short one).
 cluster-test: $(STAMP) java jars
-	CLUSTER_TEST_LONG=1 $(VPY) -m pytest -q tests/test_cluster_placement.py
+	CLUSTER_TEST_LONG=1 $(VPY) -m pytest -q tests/spark/test_cluster_placement.py
 
 # Apache Kafka's broker jars and Spark's Kafka source (Maven, into .cache/; once).
 jars: $(STAMP) java

@@ -4,7 +4,7 @@
 The jar is committed (a pip install has no compiler to count on), so ``make`` rebuilds it
 only when its sources are newer, and a machine without ``javac`` keeps the committed one.
 Its bytes depend only on the sources and the compiler: entries sorted, fixed timestamps, and
-the compiler's version in the manifest (``tests/test_placement.py`` rebuilds it and compares
+the compiler's version in the manifest (``tests/spark/test_placement.py`` rebuilds it and compares
 when the same compiler is at hand).
 
     python tools/placement_jar.py [--out PATH] [--if-javac]
