@@ -14,8 +14,8 @@ import pytest
 
 from spark_session import TEST_CONF
 
-ROOT = Path(__file__).resolve().parent.parent
-TESTS = str(Path(__file__).resolve().parent)
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = str(Path(__file__).resolve().parents[1])
 sys.path.insert(0, str(ROOT / "tools"))
 from spark_cluster import running_cluster  # noqa: E402
 

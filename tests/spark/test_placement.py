@@ -13,7 +13,7 @@ import pytest
 from streamlib.spark import internals, placement
 from streamlib.spark.placement import StickyPlacement, choose_locations
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_live_homes_stay_even_when_the_load_is_uneven():
