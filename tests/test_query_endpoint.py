@@ -20,37 +20,46 @@ from datetime import timedelta
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from streamlib import Consumed, Materialized, Serdes, StreamsBuilder, StreamsConfig
+from streamlib import Consumed, Materialized, Serdes, SessionWindows, StreamsBuilder, StreamsConfig, TimeWindows
+from streamlib.processors.stores.layout import SESSIONS, WINDOWS
 from streamlib.query.service import Queries
 from streamlib.state.changelog import Changelog
 from streamlib.state.timestamped import encode_timestamped
 from streamlib.topics import open_backend
 
 S = Serdes.string()
-TOPIC = "app-counts-changelog"
 PARTITIONS = 2
+WINDOW_MS = 100
 
 
-def _topology():
+def _topology(store: str):
+    """A count materialized as ``store``: "counts" (key-value), "windows" (100 ms
+    tumbling windows) or "sessions"."""
     builder = StreamsBuilder()
-    builder.stream("events", consumed=Consumed.with_(S, S)).group_by_key().count(
-        materialized=Materialized.as_("counts"))
+    grouped = builder.stream("events", consumed=Consumed.with_(S, S)).group_by_key()
+    if store == "windows":
+        grouped = grouped.windowed_by(TimeWindows.of(timedelta(milliseconds=WINDOW_MS)))
+    elif store == "sessions":
+        grouped = grouped.windowed_by(SessionWindows.with_inactivity_gap(timedelta(seconds=1)))
+    grouped.count(materialized=Materialized.as_(store))
     return builder.build()
 
 
 class Endpoint:
-    """A store "counts" with a changelog of PARTITIONS partitions, served over HTTP."""
+    """A store ("counts" unless told) with a changelog of PARTITIONS partitions, served over HTTP."""
 
-    def __init__(self, tmp_path, **server):
+    def __init__(self, tmp_path, store="counts", **server):
         self.tmp_path = tmp_path
+        self.store = store
+        topic = f"app-{store}-changelog"
         bootstrap = f"local://{tmp_path / 'log'}"
         self.backend = open_backend(bootstrap)
-        self.backend.create_topic(TOPIC, PARTITIONS, {"cleanup.policy": "compact"})
-        self.logs = [Changelog(self.backend, TOPIC, p, PARTITIONS, f"test/{p}") for p in range(PARTITIONS)]
+        self.backend.create_topic(topic, PARTITIONS, {"cleanup.policy": "compact"})
+        self.logs = [Changelog(self.backend, topic, p, PARTITIONS, f"test/{p}") for p in range(PARTITIONS)]
         server.setdefault("application_server", "127.0.0.1:0")
         self.config = StreamsConfig(application_id="app", bootstrap=bootstrap,
                                     state_dir=str(tmp_path / "state"), **server)
-        self.queries = Queries(_topology(), self.config, lambda: self.backend)
+        self.queries = Queries(_topology(store), self.config, lambda: self.backend)
         self.snapshot = {"records_in": 0, "tasks": {}}
         self.queries.starting(lambda: self.snapshot)
         host, port = self.queries.server.address
@@ -60,13 +69,16 @@ class Endpoint:
 
     def commit(self, batch: int, counts: dict[str, int | None]) -> None:
         """One committed batch writing these counts (None: deleted), published when this returns."""
+        self.commit_entries(batch, {k: [(k.encode(), _count(v))] for k, v in counts.items()})
+
+    def commit_entries(self, batch: int, entries: dict[str, list[tuple[bytes, bytes | None]]]) -> None:
+        """One committed batch writing each key's raw store entries, published when this returns."""
         reports = {}
         for partition in range(PARTITIONS):
-            keys = [k for k in counts if hash(k) % PARTITIONS == partition]
-            values = [None if counts[k] is None else encode_timestamped(struct.pack(">q", counts[k]), 0)
-                      for k in keys]
-            _, end = self.logs[partition].append(batch, [k.encode() for k in keys], values, [0] * len(keys))
-            reports[f"0_{partition}"] = {"changelog_offsets": {"counts": end}}
+            pairs = [pair for k in entries if hash(k) % PARTITIONS == partition for pair in entries[k]]
+            _, end = self.logs[partition].append(batch, [k for k, _ in pairs], [v for _, v in pairs],
+                                                 [0] * len(pairs))
+            reports[f"0_{partition}"] = {"changelog_offsets": {self.store: end}}
         self.queries.committed(batch, reports)
         deadline = time.monotonic() + 30
         while (self.queries.replicas.published is None or self.queries.replicas.published.batch != batch):
@@ -88,6 +100,10 @@ class Endpoint:
         self.queries.close()
 
 
+def _count(value: int | None) -> bytes | None:
+    return None if value is None else encode_timestamped(struct.pack(">q", value), 0)
+
+
 def _parsed(body, headers):
     return json.loads(body) if "json" in headers["Content-Type"] else body
 
@@ -96,8 +112,8 @@ def _parsed(body, headers):
 def endpoint(tmp_path):
     made = []
 
-    def make(**server):
-        made.append(Endpoint(tmp_path / str(len(made)), **server))
+    def make(store="counts", **server):
+        made.append(Endpoint(tmp_path / str(len(made)), store, **server))
         return made[-1]
 
     yield make
