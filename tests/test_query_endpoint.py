@@ -163,6 +163,97 @@ def test_a_cursor_expires_once_its_batch_is_no_longer_held(endpoint):
     assert e.get("/stores/counts?limit=10001")[0] == 400
 
 
+def _window(key: str, start: int, count: int | None) -> list[tuple[bytes, bytes | None]]:
+    """The raw entries of one window of ``key`` (data and time index; None: deleted)."""
+    kb, slot = key.encode(), (start,)
+    return [(WINDOWS.data_key(kb, slot), _count(count)), (WINDOWS.index_key(kb, slot), None if count is None else b"")]
+
+
+def _session(key: str, start: int, end: int, count: int | None) -> list[tuple[bytes, bytes | None]]:
+    kb, slot = key.encode(), (end, start)
+    return [(SESSIONS.data_key(kb, slot), _count(count)), (SESSIONS.index_key(kb, slot), None if count is None else b"")]
+
+
+def _windows(keys, starts, count, only=lambda start: True) -> dict[str, list]:
+    return {k: [e for start in starts if only(start) for e in _window(k, start, count)] for k in keys}
+
+
+def _pages(e, path: str, first: dict) -> list[dict]:
+    """Every entry from ``first`` on, following its cursors."""
+    entries, page = list(first["entries"]), first
+    while page["next"]:
+        status, page, _ = e.get(f"{path}{'&' if '?' in path else '?'}after={page['next']}")
+        assert status == 200, page
+        entries += page["entries"]
+    return entries
+
+
+def test_a_keys_windows_are_pages_that_read_the_batch_the_first_page_read(endpoint):
+    e = endpoint("windows")
+    e.commit_entries(0, _windows(["a", "b"], range(0, 2500, WINDOW_MS), 1))
+    status, page, _ = e.get("/stores/windows/a?time_from=200&time_to=1900&limit=5")
+    assert status == 200 and len(page["entries"]) == 5 and page["next"]
+    assert page["entries"][0] == {"start": 200, "end": 300, "value": 1}
+    # batch 1 changes every window of "a", deletes some and adds later ones: the cursor keeps batch 0
+    e.commit_entries(1, {"a": [*_windows(["a"], range(0, 2500, 2 * WINDOW_MS), 2)["a"],
+                               *_windows(["a"], range(300, 2500, 1000), None)["a"],
+                               *_windows(["a"], range(2500, 3000, WINDOW_MS), 2)["a"]]})
+    assert _pages(e, "/stores/windows/a?limit=5", page) == [
+        {"start": t, "end": t + WINDOW_MS, "value": 1} for t in range(200, 2000, WINDOW_MS)]
+    # a new fetch reads batch 1; the default limit is 1000, the time range inclusive
+    status, page, _ = e.get("/stores/windows/a?time_from=200&time_to=400")
+    assert page == {"entries": [{"start": 200, "end": 300, "value": 2}, {"start": 400, "end": 500, "value": 2}],
+                    "next": None}
+    assert len(e.get("/stores/windows/a")[1]["entries"]) == 25 + 5 - 3   # new ones, deleted ones
+    # a cursor continues only its own key and time range
+    _, page, _ = e.get("/stores/windows/a?limit=2")
+    assert e.get(f"/stores/windows/b?after={page['next']}")[0] == 400
+    assert e.get(f"/stores/windows/a?time_to=500&after={page['next']}")[0] == 400
+    assert e.get(f"/stores/windows/a?after={page['next']}")[0] == 200
+    assert e.get("/stores/windows/a?time_from=5&time_to=1")[0] == 400
+    assert e.get("/stores/windows/a?from=a")[0] == 400
+
+
+def test_a_window_store_scan_is_paged_in_one_batch_instead_of_refused(endpoint):
+    e = endpoint("windows", application_server_cursor_ttl=timedelta(seconds=60))
+    keys = [_key(i) for i in range(30)]
+    e.commit_entries(0, _windows(keys, (0, WINDOW_MS), 1))
+    status, page, _ = e.get("/stores/windows?limit=7")
+    assert status == 200 and len(page["entries"]) == 7
+    assert page["entries"][:3] == [{"key": _key(0), "start": 0, "end": WINDOW_MS, "value": 1},
+                                   {"key": _key(0), "start": WINDOW_MS, "end": 2 * WINDOW_MS, "value": 1},
+                                   {"key": _key(1), "start": 0, "end": WINDOW_MS, "value": 1}]
+    deleted = set(keys[10:20])
+    e.commit_entries(1, {k: _window(k, 0, 3) + (_window(k, WINDOW_MS, None) if k in deleted else [])
+                         for k in [*keys, "k99999"]})
+    assert _pages(e, "/stores/windows?limit=7", page) == [
+        {"key": k, "start": t, "end": t + WINDOW_MS, "value": 1} for k in keys for t in (0, WINDOW_MS)]
+    entries = _pages(e, "/stores/windows?limit=7", e.get("/stores/windows?limit=7")[1])
+    assert len(entries) == 30 + 20 + 1 and {x["value"] for x in entries if x["start"] == 0} == {3}
+    assert e.get("/stores/windows?from=a")[0] == 400   # key ranges are for key-value stores
+
+
+def test_sessions_are_pages_a_cursor_expires_and_budgets_hold(endpoint):
+    e = endpoint("sessions", application_server_cursor_ttl=timedelta(milliseconds=1),
+                 application_server_max_response_bytes=300)
+    e.commit_entries(0, {"a": [x for t in range(0, 10_000, 1000) for x in _session("a", t, t + 10, 1)],
+                         "b": _session("b", 0, 5, 4)})
+    status, page, _ = e.get("/stores/sessions/a?limit=4")
+    assert status == 200 and page["entries"][0] == {"start": 0, "end": 10, "value": 1}
+    assert _pages(e, "/stores/sessions/a?limit=4", page) == [
+        {"start": t, "end": t + 10, "value": 1} for t in range(0, 10_000, 1000)]
+    _, page, _ = e.get("/stores/sessions?limit=4")
+    assert page["entries"][0] == {"key": "a", "start": 0, "end": 10, "value": 1}
+    e.commit_entries(1, {"b": _session("b", 0, 5, None)})
+    time.sleep(0.01)
+    status, body, _ = e.get(f"/stores/sessions?limit=4&after={page['next']}")
+    assert status == 410 and "expired" in body["error"]
+    assert e.get("/stores/sessions/b")[1] == {"entries": [], "next": None}
+    status, body, _ = e.get("/stores/sessions/a?limit=10")
+    assert status == 413 and "300 bytes" in body["error"]
+    assert e.get("/stores/sessions/a?time_from=0")[0] == 400
+
+
 def test_budgets_answer_413_and_503_with_reasons(endpoint):
     e = endpoint(application_server_max_response_bytes=2000)
     e.commit(0, {_key(i): 1 for i in range(500)})
