@@ -1,17 +1,19 @@
 """The JSON HTTP endpoint for interactive queries (``StreamsConfig(application_server=...)``).
 
 Routes (API.md): ``GET /stores`` (names and kinds), ``GET /stores/<store>/<key>``
-(``{"key", "value"}``; window stores with ``?time_from=&time_to=``: a list of
-``{"start", "end", "value"}``; session stores: the key's sessions), ``GET
-/stores/<store>?from=a&to=m&limit=n`` (a page of a key-value store's entries, both
-bounds inclusive, either optional: ``{"entries": [...], "next": cursor}``; ``?after=
-<cursor>`` continues in the batch the first page read, :mod:`.paging`), ``GET /metrics``
-(Prometheus' text format, :mod:`.metrics`). 400: bad parameters; 401: no valid bearer
-token; 404: unknown route, store or key; 410: expired cursor; 413: the answer is over
-its size budget; 503: the store is not queryable yet, the request is over its time
-budget, or the endpoint is busy (with ``Retry-After``). Keys in URLs are text, decoded
-with the store's key serde (string, long, integer, double, bytes as UTF-8, json).
-Connections, the worker pool and TLS are :mod:`.server`'s.
+(``{"key", "value"}`` of a key-value store), ``GET /metrics`` (Prometheus' text format,
+:mod:`.metrics`), and pages ``{"entries": [...], "next": cursor}`` of at most ``limit``
+entries: ``GET /stores/<store>?from=a&to=m`` (a key-value store's entries, both bounds
+inclusive, either optional), ``GET /stores/<store>/<key>`` of a window store (with
+``?time_from=&time_to=``) or a session store (the key's ``{"start", "end", "value"}``),
+``GET /stores/<store>`` of a window or session store (every entry, with its key).
+``?after=<cursor>`` continues in the batch the first page read (:mod:`.paging`).
+400: bad parameters; 401: no valid bearer token; 404: unknown route, store or key; 410:
+expired cursor; 413: the answer is over its size budget; 503: the store is not
+queryable yet, the request is over its time budget, or the endpoint is busy (with
+``Retry-After``). Keys in URLs are text, decoded with the store's key serde (string,
+long, integer, double, bytes as UTF-8, json). Connections, the worker pool and TLS are
+:mod:`.server`'s.
 """
 from __future__ import annotations
 
