@@ -163,19 +163,22 @@ def test_a_cursor_expires_once_its_batch_is_no_longer_held(endpoint):
     assert e.get("/stores/counts?limit=10001")[0] == 400
 
 
+def _entries(layout, key: str, slot: tuple[int, ...], count: int | None) -> list[tuple[bytes, bytes | None]]:
+    """The raw entries of one window or session of ``key`` (data and time index; None: deleted)."""
+    kb = key.encode()
+    return [(layout.data_key(kb, slot), _count(count)), (layout.index_key(kb, slot), None if count is None else b"")]
+
+
 def _window(key: str, start: int, count: int | None) -> list[tuple[bytes, bytes | None]]:
-    """The raw entries of one window of ``key`` (data and time index; None: deleted)."""
-    kb, slot = key.encode(), (start,)
-    return [(WINDOWS.data_key(kb, slot), _count(count)), (WINDOWS.index_key(kb, slot), None if count is None else b"")]
+    return _entries(WINDOWS, key, (start,), count)
 
 
 def _session(key: str, start: int, end: int, count: int | None) -> list[tuple[bytes, bytes | None]]:
-    kb, slot = key.encode(), (end, start)
-    return [(SESSIONS.data_key(kb, slot), _count(count)), (SESSIONS.index_key(kb, slot), None if count is None else b"")]
+    return _entries(SESSIONS, key, (end, start), count)
 
 
-def _windows(keys, starts, count, only=lambda start: True) -> dict[str, list]:
-    return {k: [e for start in starts if only(start) for e in _window(k, start, count)] for k in keys}
+def _windows(keys, starts, count) -> dict[str, list]:
+    return {k: [e for start in starts for e in _window(k, start, count)] for k in keys}
 
 
 def _pages(e, path: str, first: dict) -> list[dict]:
