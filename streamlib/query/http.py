@@ -1,17 +1,19 @@
 """The JSON HTTP endpoint for interactive queries (``StreamsConfig(application_server=...)``).
 
 Routes (API.md): ``GET /stores`` (names and kinds), ``GET /stores/<store>/<key>``
-(``{"key", "value"}``; window stores with ``?time_from=&time_to=``: a list of
-``{"start", "end", "value"}``; session stores: the key's sessions), ``GET
-/stores/<store>?from=a&to=m&limit=n`` (a page of a key-value store's entries, both
-bounds inclusive, either optional: ``{"entries": [...], "next": cursor}``; ``?after=
-<cursor>`` continues in the batch the first page read, :mod:`.paging`), ``GET /metrics``
-(Prometheus' text format, :mod:`.metrics`). 400: bad parameters; 401: no valid bearer
-token; 404: unknown route, store or key; 410: expired cursor; 413: the answer is over
-its size budget; 503: the store is not queryable yet, the request is over its time
-budget, or the endpoint is busy (with ``Retry-After``). Keys in URLs are text, decoded
-with the store's key serde (string, long, integer, double, bytes as UTF-8, json).
-Connections, the worker pool and TLS are :mod:`.server`'s.
+(``{"key", "value"}`` of a key-value store), ``GET /metrics`` (Prometheus' text format,
+:mod:`.metrics`), and pages ``{"entries": [...], "next": cursor}`` of at most ``limit``
+entries: ``GET /stores/<store>?from=a&to=m`` (a key-value store's entries, both bounds
+inclusive, either optional), ``GET /stores/<store>/<key>`` of a window store (with
+``?time_from=&time_to=``) or a session store (the key's ``{"start", "end", "value"}``),
+``GET /stores/<store>`` of a window or session store (every entry, with its key).
+``?after=<cursor>`` continues in the batch the first page read (:mod:`.paging`).
+400: bad parameters; 401: no valid bearer token; 404: unknown route, store or key; 410:
+expired cursor; 413: the answer is over its size budget; 503: the store is not
+queryable yet, the request is over its time budget, or the endpoint is busy (with
+``Retry-After``). Keys in URLs are text, decoded with the store's key serde (string,
+long, integer, double, bytes as UTF-8, json). Connections, the worker pool and TLS are
+:mod:`.server`'s.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import logging
 import ssl
 import time
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from streamlib.config import StreamsConfig, server_address
@@ -32,7 +34,7 @@ from streamlib.query.metrics import CONTENT_TYPE, ApplicationMetrics
 from streamlib.query.paging import Budget, Cursor, HttpError, PinnedVersions, scan_page
 from streamlib.query.reads import NotYetQueryable
 from streamlib.query.server import PooledServer
-from streamlib.state.bounds import range_bounds
+from streamlib.state.bounds import Bounds, prefix_bounds, range_bounds, within
 from streamlib.state.kinds import StoreKind
 from streamlib.time import to_millis
 
@@ -65,8 +67,6 @@ def _json_default(value: Any) -> Any:
     if window is not None:
         return {"key": value.key, "start": window.start, "end": window.end}
     return str(value)
-
-
 
 
 def read_token(config: StreamsConfig) -> Optional[str]:
@@ -163,9 +163,8 @@ class QueryServer:
         store = self._store_def(parts[1])
         if len(parts) == 2:
             return self._json(self._scan(store, query, budget), budget)
-        view = self.queries.store(store.name)
         key = self._key(parts[2], self._key_serde(store))
-        return self._json(KEY_ROUTES[store.kind](store, view, key, parts[2], query), budget)
+        return self._json(KEY_ROUTES[store.kind](self, store, key, parts[2], query, budget), budget)
 
     def _authorize(self, authorization: Optional[str]) -> None:
         if self._token is None:
@@ -178,29 +177,41 @@ class QueryServer:
                         {"WWW-Authenticate": 'Bearer realm="streamlib"'})
 
     def _scan(self, store: Any, query: dict, budget: Budget) -> dict:
-        unknown = set(query) - {"from", "to", "limit", "after"}
-        if unknown:
-            raise HttpError(400, f"unknown parameters {sorted(unknown)}; use from, to, limit and after")
+        """``GET /stores/<store>``: a page of a key-value store's entries from ``from`` to
+        ``to``, or of every entry of a window or session store."""
         if store.kind is not StoreKind.KV:
-            raise HttpError(400, f"store {store.name!r} is a {store.kind.label} store: read one key with "
-                                 f"/stores/{store.name}/<key>")
+            _known(query, ("limit", "after"))
+            layout = self.queries.store(store.name).layout
+            every = prefix_bounds(layout.tag)
+            return self.page(store, query, every, every, _windowed_entries(keyed=True), budget)
+        _known(query, ("from", "to", "limit", "after"))
+        serde = self._key_serde(store)
+        lo, hi = (serde.serialize(self._key(query[b], serde)) if b in query else None for b in ("from", "to"))
+        return self.page(store, query, range_bounds(lo, hi), (None, None),
+                         lambda view: ({"key": k, "value": v} for k, v in view.all()), budget,
+                         upper_given="to" in query)
+
+    def page(self, store: Any, query: dict, bounds: Bounds, scope: Bounds,
+             entries_of: Callable[[Any], Iterator[dict]], budget: Budget, upper_given: bool = False) -> dict:
+        """One page (``limit``, ``after``) of ``store``'s entries within raw ``bounds``, as
+        ``entries_of`` yields them from the typed query view over one page's reads. A
+        cursor must lie within ``scope`` (what the URL alone names: the store, or one of
+        its keys) and end at ``bounds``' upper end when the URL gives that end."""
         try:
             limit = int(query.get("limit", DEFAULT_LIMIT))
         except ValueError:
             raise HttpError(400, "limit must be an integer") from None
         if not 1 <= limit <= self._max_limit:
             raise HttpError(400, f"limit must be between 1 and {self._max_limit}")
-        serde = self._key_serde(store)
-        lo, hi = (serde.serialize(self._key(query[b], serde)) if b in query else None for b in ("from", "to"))
-        bounds = range_bounds(lo, hi)
         cursor = None
         if "after" in query:
             cursor = Cursor.decode(query["after"])
-            if cursor.store != store.name or ("to" in query and bounds[1] != cursor.upper):
-                raise HttpError(400, "the cursor belongs to another scan (store or to differ)")
+            if (cursor.store != store.name or not within(cursor.after, scope)
+                    or not _ends_within(cursor.upper, scope) or (upper_given and bounds[1] != cursor.upper)):
+                raise HttpError(400, "the cursor belongs to another scan (store, key or upper bound differ)")
         config = self.queries.config
-        return scan_page(lambda reads: query_view(store, reads, config), self.queries.reads(store.name),
-                         self.pins, store.name, bounds, cursor, limit, budget)
+        return scan_page(lambda reads: entries_of(query_view(store, reads, config)),
+                         self.queries.reads(store.name), self.pins, store.name, bounds, cursor, limit, budget)
 
     def _store_def(self, name: str) -> Any:
         d = self.queries.topology.stores.get(name)
@@ -241,20 +252,40 @@ class QueryServer:
         return status, kind, body, headers
 
 
+def _known(query: dict, names: tuple[str, ...]) -> None:
+    unknown = set(query) - set(names)
+    if unknown:
+        raise HttpError(400, f"unknown parameters {sorted(unknown)}; use {', '.join(names)}")
+
+
+def _ends_within(upper: Optional[bytes], scope: Bounds) -> bool:
+    """Whether a scan ending before ``upper`` (``None``: open) stays within ``scope``."""
+    return scope[1] is None or (upper is not None and upper <= scope[1])
+
+
+def _windowed_entries(keyed: bool) -> Callable[[Any], Iterator[dict]]:
+    """The JSON entries of a window or session view's stored entries (with their key
+    when a page spans keys)."""
+    def entries_of(view: Any) -> Iterator[dict]:
+        for windowed, value in view.stored():
+            entry = {"start": windowed.window.start, "end": windowed.window.end, "value": value}
+            yield {"key": windowed.key, **entry} if keyed else entry
+    return entries_of
+
+
 # -- GET /stores/<store>/<key>, one route per store kind ----------------------------------------
-def _get_key(store: Any, view: Any, key: Any, text: str, query: dict) -> dict:
+def _get_key(server: QueryServer, store: Any, key: Any, text: str, query: dict, budget: Budget) -> dict:
     if query:
         raise HttpError(400, f"unknown parameters {sorted(query)} for a key-value store")
-    value = view.get(key)
+    value = server.queries.store(store.name).get(key)
     if value is None:
         raise HttpError(404, f"key {text!r} not found in store {store.name!r}")
     return {"key": key, "value": value}
 
 
-def _fetch_windows(store: Any, view: Any, key: Any, text: str, query: dict) -> list[dict]:
-    unknown = set(query) - {"time_from", "time_to"}
-    if unknown:
-        raise HttpError(400, f"unknown parameters {sorted(unknown)}; use time_from and time_to")
+def _fetch_windows(server: QueryServer, store: Any, key: Any, text: str, query: dict, budget: Budget) -> dict:
+    """A page of the key's windows with start in ``[time_from, time_to]``, by start."""
+    _known(query, ("time_from", "time_to", "limit", "after"))
     try:
         time_from = int(query.get("time_from", 0))
         time_to = int(query.get("time_to", _MAX_TIME))
@@ -262,17 +293,26 @@ def _fetch_windows(store: Any, view: Any, key: Any, text: str, query: dict) -> l
         raise HttpError(400, "time_from and time_to must be integers (ms)") from None
     if time_from > time_to:
         raise HttpError(400, "time_from must not be after time_to")
-    return [{"start": start, "end": start + store.window_size_ms, "value": value}
-            for start, value in view.fetch(key, time_from, time_to)]
+    return _key_page(server, store, key, query, budget, (time_from, time_to), "time_to" in query)
 
 
-def _fetch_sessions(store: Any, view: Any, key: Any, text: str, query: dict) -> list[dict]:
-    return [{"start": w.window.start, "end": w.window.end, "value": v} for w, v in view.fetch_sessions(key)]
+def _fetch_sessions(server: QueryServer, store: Any, key: Any, text: str, query: dict, budget: Budget) -> dict:
+    """A page of the key's sessions, by end then start."""
+    _known(query, ("limit", "after"))
+    return _key_page(server, store, key, query, budget, (None, None), False)
 
 
-#: what a key's URL answers for each queryable store kind: (store def, query view,
-#: decoded key, key as in the URL, URL parameters) -> the JSON body
-KEY_ROUTES: dict[StoreKind, Callable[[Any, Any, Any, str, dict], Any]] = {
+def _key_page(server: QueryServer, store: Any, key: Any, query: dict, budget: Budget,
+              times: tuple[Optional[int], Optional[int]], upper_given: bool) -> dict:
+    layout = server.queries.store(store.name).layout
+    kb = server._key_serde(store).serialize(key)
+    return server.page(store, query, layout.key_bounds(kb, *times), layout.key_bounds(kb),
+                       _windowed_entries(keyed=False), budget, upper_given)
+
+
+#: what a key's URL answers for each queryable store kind: (server, store def, decoded
+#: key, key as in the URL, URL parameters, the request's budget) -> the JSON body
+KEY_ROUTES: dict[StoreKind, Callable[[QueryServer, Any, Any, str, dict, Budget], Any]] = {
     StoreKind.KV: _get_key, StoreKind.WINDOW: _fetch_windows, StoreKind.SESSION: _fetch_sessions,
 }
 

@@ -118,7 +118,8 @@ class Budget:
 class PageReads(KeyValueReads):
     """``reads`` restricted to raw ``bounds`` at ``version`` (``None``: as read now),
     noting the raw key of the last entry read and the bytes read so far, so a typed
-    view's ``all()`` over it yields one page's entries in key order."""
+    view's scan over it (a key-value view's ``all()``, a windowed view's ``stored()``)
+    yields one page's entries in stored order, whatever range the view asks for."""
 
     def __init__(self, reads: Any, version: Optional[Version], bounds: Bounds):
         self._reads = reads
@@ -143,10 +144,11 @@ class PageReads(KeyValueReads):
             yield key, value
 
 
-def scan_page(view: Callable[[KeyValueReads], Any], reads: Any, pins: PinnedVersions, store: str,
-              bounds: Bounds, cursor: Optional[Cursor], limit: int, budget: Budget) -> dict:
+def scan_page(entries_of: Callable[[KeyValueReads], Iterator[dict]], reads: Any, pins: PinnedVersions,
+              store: str, bounds: Bounds, cursor: Optional[Cursor], limit: int, budget: Budget) -> dict:
     """One page of ``store``'s entries within raw ``bounds`` (or continuing ``cursor``):
-    ``{"entries": [{"key", "value"}, ...], "next": cursor or None}``."""
+    ``{"entries": [...], "next": cursor or None}``, the entries as ``entries_of`` (the
+    JSON entries of a typed scan over the reads it is given) yields them."""
     version = None
     if cursor is not None:
         bounds = (cursor.after + b"\x00", cursor.upper)
@@ -162,10 +164,10 @@ def scan_page(view: Callable[[KeyValueReads], Any], reads: Any, pins: PinnedVers
         version = reads.pin_version()
     page = PageReads(reads, version, bounds)
     entries: list[dict] = []
-    items = iter(view(page).all())
+    items = iter(entries_of(page))
     last: Optional[bytes] = None
-    for key, value in items:
-        entries.append({"key": key, "value": value})
+    for entry in items:
+        entries.append(entry)
         last = page.last_key
         if len(entries) % 64 == 0:
             budget.check(page.bytes_read)

@@ -20,37 +20,46 @@ from datetime import timedelta
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from streamlib import Consumed, Materialized, Serdes, StreamsBuilder, StreamsConfig
+from streamlib import Consumed, Materialized, Serdes, SessionWindows, StreamsBuilder, StreamsConfig, TimeWindows
+from streamlib.processors.stores.layout import SESSIONS, WINDOWS
 from streamlib.query.service import Queries
 from streamlib.state.changelog import Changelog
 from streamlib.state.timestamped import encode_timestamped
 from streamlib.topics import open_backend
 
 S = Serdes.string()
-TOPIC = "app-counts-changelog"
 PARTITIONS = 2
+WINDOW_MS = 100
 
 
-def _topology():
+def _topology(store: str):
+    """A count materialized as ``store``: "counts" (key-value), "windows" (100 ms
+    tumbling windows) or "sessions"."""
     builder = StreamsBuilder()
-    builder.stream("events", consumed=Consumed.with_(S, S)).group_by_key().count(
-        materialized=Materialized.as_("counts"))
+    grouped = builder.stream("events", consumed=Consumed.with_(S, S)).group_by_key()
+    if store == "windows":
+        grouped = grouped.windowed_by(TimeWindows.of(timedelta(milliseconds=WINDOW_MS)))
+    elif store == "sessions":
+        grouped = grouped.windowed_by(SessionWindows.with_inactivity_gap(timedelta(seconds=1)))
+    grouped.count(materialized=Materialized.as_(store))
     return builder.build()
 
 
 class Endpoint:
-    """A store "counts" with a changelog of PARTITIONS partitions, served over HTTP."""
+    """A store ("counts" unless told) with a changelog of PARTITIONS partitions, served over HTTP."""
 
-    def __init__(self, tmp_path, **server):
+    def __init__(self, tmp_path, store="counts", **server):
         self.tmp_path = tmp_path
+        self.store = store
+        topic = f"app-{store}-changelog"
         bootstrap = f"local://{tmp_path / 'log'}"
         self.backend = open_backend(bootstrap)
-        self.backend.create_topic(TOPIC, PARTITIONS, {"cleanup.policy": "compact"})
-        self.logs = [Changelog(self.backend, TOPIC, p, PARTITIONS, f"test/{p}") for p in range(PARTITIONS)]
+        self.backend.create_topic(topic, PARTITIONS, {"cleanup.policy": "compact"})
+        self.logs = [Changelog(self.backend, topic, p, PARTITIONS, f"test/{p}") for p in range(PARTITIONS)]
         server.setdefault("application_server", "127.0.0.1:0")
         self.config = StreamsConfig(application_id="app", bootstrap=bootstrap,
                                     state_dir=str(tmp_path / "state"), **server)
-        self.queries = Queries(_topology(), self.config, lambda: self.backend)
+        self.queries = Queries(_topology(store), self.config, lambda: self.backend)
         self.snapshot = {"records_in": 0, "tasks": {}}
         self.queries.starting(lambda: self.snapshot)
         host, port = self.queries.server.address
@@ -60,13 +69,16 @@ class Endpoint:
 
     def commit(self, batch: int, counts: dict[str, int | None]) -> None:
         """One committed batch writing these counts (None: deleted), published when this returns."""
+        self.commit_entries(batch, {k: [(k.encode(), _count(v))] for k, v in counts.items()})
+
+    def commit_entries(self, batch: int, entries: dict[str, list[tuple[bytes, bytes | None]]]) -> None:
+        """One committed batch writing each key's raw store entries, published when this returns."""
         reports = {}
         for partition in range(PARTITIONS):
-            keys = [k for k in counts if hash(k) % PARTITIONS == partition]
-            values = [None if counts[k] is None else encode_timestamped(struct.pack(">q", counts[k]), 0)
-                      for k in keys]
-            _, end = self.logs[partition].append(batch, [k.encode() for k in keys], values, [0] * len(keys))
-            reports[f"0_{partition}"] = {"changelog_offsets": {"counts": end}}
+            pairs = [pair for k in entries if hash(k) % PARTITIONS == partition for pair in entries[k]]
+            _, end = self.logs[partition].append(batch, [k for k, _ in pairs], [v for _, v in pairs],
+                                                 [0] * len(pairs))
+            reports[f"0_{partition}"] = {"changelog_offsets": {self.store: end}}
         self.queries.committed(batch, reports)
         deadline = time.monotonic() + 30
         while (self.queries.replicas.published is None or self.queries.replicas.published.batch != batch):
@@ -88,6 +100,10 @@ class Endpoint:
         self.queries.close()
 
 
+def _count(value: int | None) -> bytes | None:
+    return None if value is None else encode_timestamped(struct.pack(">q", value), 0)
+
+
 def _parsed(body, headers):
     return json.loads(body) if "json" in headers["Content-Type"] else body
 
@@ -96,8 +112,8 @@ def _parsed(body, headers):
 def endpoint(tmp_path):
     made = []
 
-    def make(**server):
-        made.append(Endpoint(tmp_path / str(len(made)), **server))
+    def make(store="counts", **server):
+        made.append(Endpoint(tmp_path / str(len(made)), store, **server))
         return made[-1]
 
     yield make
@@ -145,6 +161,100 @@ def test_a_cursor_expires_once_its_batch_is_no_longer_held(endpoint):
     assert e.get("/stores/counts?after=garbage!")[0] == 400
     assert e.get("/stores/counts?limit=0")[0] == 400
     assert e.get("/stores/counts?limit=10001")[0] == 400
+
+
+def _entries(layout, key: str, slot: tuple[int, ...], count: int | None) -> list[tuple[bytes, bytes | None]]:
+    """The raw entries of one window or session of ``key`` (data and time index; None: deleted)."""
+    kb = key.encode()
+    return [(layout.data_key(kb, slot), _count(count)), (layout.index_key(kb, slot), None if count is None else b"")]
+
+
+def _window(key: str, start: int, count: int | None) -> list[tuple[bytes, bytes | None]]:
+    return _entries(WINDOWS, key, (start,), count)
+
+
+def _session(key: str, start: int, end: int, count: int | None) -> list[tuple[bytes, bytes | None]]:
+    return _entries(SESSIONS, key, (end, start), count)
+
+
+def _windows(keys, starts, count) -> dict[str, list]:
+    return {k: [e for start in starts for e in _window(k, start, count)] for k in keys}
+
+
+def _pages(e, path: str, first: dict) -> list[dict]:
+    """Every entry from ``first`` on, following its cursors."""
+    entries, page = list(first["entries"]), first
+    while page["next"]:
+        status, page, _ = e.get(f"{path}{'&' if '?' in path else '?'}after={page['next']}")
+        assert status == 200, page
+        entries += page["entries"]
+    return entries
+
+
+def test_a_keys_windows_are_pages_that_read_the_batch_the_first_page_read(endpoint):
+    e = endpoint("windows")
+    e.commit_entries(0, _windows(["a", "b"], range(0, 2500, WINDOW_MS), 1))
+    status, page, _ = e.get("/stores/windows/a?time_from=200&time_to=1900&limit=5")
+    assert status == 200 and len(page["entries"]) == 5 and page["next"]
+    assert page["entries"][0] == {"start": 200, "end": 300, "value": 1}
+    # batch 1 changes every window of "a", deletes some and adds later ones: the cursor keeps batch 0
+    e.commit_entries(1, {"a": [*_windows(["a"], range(0, 2500, 2 * WINDOW_MS), 2)["a"],
+                               *_windows(["a"], range(300, 2500, 1000), None)["a"],
+                               *_windows(["a"], range(2500, 3000, WINDOW_MS), 2)["a"]]})
+    assert _pages(e, "/stores/windows/a?limit=5", page) == [
+        {"start": t, "end": t + WINDOW_MS, "value": 1} for t in range(200, 2000, WINDOW_MS)]
+    # a new fetch reads batch 1; the default limit is 1000, the time range inclusive
+    status, page, _ = e.get("/stores/windows/a?time_from=200&time_to=400")
+    assert page == {"entries": [{"start": 200, "end": 300, "value": 2}, {"start": 400, "end": 500, "value": 2}],
+                    "next": None}
+    assert len(e.get("/stores/windows/a")[1]["entries"]) == 25 + 5 - 3   # new ones, deleted ones
+    # a cursor continues only its own key and time range
+    _, page, _ = e.get("/stores/windows/a?limit=2")
+    assert e.get(f"/stores/windows/b?after={page['next']}")[0] == 400
+    assert e.get(f"/stores/windows/a?time_to=500&after={page['next']}")[0] == 400
+    assert e.get(f"/stores/windows/a?after={page['next']}")[0] == 200
+    assert e.get("/stores/windows/a?time_from=5&time_to=1")[0] == 400
+    assert e.get("/stores/windows/a?from=a")[0] == 400
+
+
+def test_a_window_store_scan_is_paged_in_one_batch_instead_of_refused(endpoint):
+    e = endpoint("windows", application_server_cursor_ttl=timedelta(seconds=60))
+    keys = [_key(i) for i in range(30)]
+    e.commit_entries(0, _windows(keys, (0, WINDOW_MS), 1))
+    status, page, _ = e.get("/stores/windows?limit=7")
+    assert status == 200 and len(page["entries"]) == 7
+    assert page["entries"][:3] == [{"key": _key(0), "start": 0, "end": WINDOW_MS, "value": 1},
+                                   {"key": _key(0), "start": WINDOW_MS, "end": 2 * WINDOW_MS, "value": 1},
+                                   {"key": _key(1), "start": 0, "end": WINDOW_MS, "value": 1}]
+    deleted = set(keys[10:20])
+    e.commit_entries(1, {k: _window(k, 0, 3) + (_window(k, WINDOW_MS, None) if k in deleted else [])
+                         for k in [*keys, "k99999"]})
+    assert _pages(e, "/stores/windows?limit=7", page) == [
+        {"key": k, "start": t, "end": t + WINDOW_MS, "value": 1} for k in keys for t in (0, WINDOW_MS)]
+    entries = _pages(e, "/stores/windows?limit=7", e.get("/stores/windows?limit=7")[1])
+    assert len(entries) == 30 + 20 + 1 and {x["value"] for x in entries if x["start"] == 0} == {3}
+    assert e.get("/stores/windows?from=a")[0] == 400   # key ranges are for key-value stores
+
+
+def test_sessions_are_pages_a_cursor_expires_and_budgets_hold(endpoint):
+    e = endpoint("sessions", application_server_cursor_ttl=timedelta(milliseconds=1),
+                 application_server_max_response_bytes=300)
+    e.commit_entries(0, {"a": [x for t in range(0, 10_000, 1000) for x in _session("a", t, t + 10, 1)],
+                         "b": _session("b", 0, 5, 4)})
+    status, page, _ = e.get("/stores/sessions/a?limit=4")
+    assert status == 200 and page["entries"][0] == {"start": 0, "end": 10, "value": 1}
+    assert _pages(e, "/stores/sessions/a?limit=4", page) == [
+        {"start": t, "end": t + 10, "value": 1} for t in range(0, 10_000, 1000)]
+    _, page, _ = e.get("/stores/sessions?limit=4")
+    assert page["entries"][0] == {"key": "a", "start": 0, "end": 10, "value": 1}
+    e.commit_entries(1, {"b": _session("b", 0, 5, None)})
+    time.sleep(0.01)
+    status, body, _ = e.get(f"/stores/sessions?limit=4&after={page['next']}")
+    assert status == 410 and "expired" in body["error"]
+    assert e.get("/stores/sessions/b")[1] == {"entries": [], "next": None}
+    status, body, _ = e.get("/stores/sessions/a?limit=10")
+    assert status == 413 and "300 bytes" in body["error"]
+    assert e.get("/stores/sessions/a?time_from=0")[0] == 400
 
 
 def test_budgets_answer_413_and_503_with_reasons(endpoint):

@@ -1,7 +1,7 @@
 """What every processor-side typed store shares: serdes, and values kept with their timestamp."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from ...serdes import Serde
 from ...state.timestamped import decode_timestamped, decode_timestamped_column, encode_timestamped
@@ -84,3 +84,21 @@ class StoreView:
         if raw is None:
             return None
         return self._value_serde.deserialize(decode_timestamped(raw)[0])
+
+
+class WindowedStoreView(StoreView):
+    """Base of the window and session views: entries over a :mod:`.layout`, each a
+    ``Windowed`` key (``_windowed`` of the key bytes and the entry's slot)."""
+
+    #: the byte layout of the store's entries (what an HTTP page's raw bounds are in)
+    layout: Any
+
+    def _windowed(self, kb: bytes, slot: tuple[int, ...]) -> Any:
+        raise NotImplementedError
+
+    def stored(self) -> Iterator[tuple[Any, Any]]:
+        """``(Windowed, value)`` of every entry, read lazily in stored order (key
+        length, key bytes, then slot): a page of an HTTP scan reads only its entries."""
+        for dk, raw in self._store.prefix_scan(self.layout.tag):
+            kb, slot = self.layout.parse_data(dk)
+            yield self._windowed(kb, slot), self._value(raw)

@@ -16,9 +16,9 @@ import struct
 from typing import Any, Iterator
 
 from ...serdes import Serde
-from .base import StoreView
 from .layout import Layout, decode_time, encode_time
 from .timed import TimedStore
+from .window import WindowStoreView
 
 DUPLICATES = Layout(b"d", 2)
 _LEN = struct.Struct(">I")
@@ -63,27 +63,20 @@ class DuplicatesWindowStore(TimedStore):
         return [(slot[0], value, ts) for slot, value, ts in self._key_entries(kb, time_from, time_to)]
 
 
-class DuplicatesWindowStoreView(StoreView):
+class DuplicatesWindowStoreView(WindowStoreView):
     """Read-only view of a :class:`DuplicatesWindowStore` (``driver.get_window_store``):
     ``fetch(key, time_from, time_to)`` lists ``(time, value)`` of every record."""
 
+    layout = DUPLICATES
+
     def __init__(self, name: str, store: Any, key_serde: Serde, value_serde: Serde,
                  window_size_ms: int = 0):
-        super().__init__(name, store, key_serde, value_serde)
-        self.window_size_ms = window_size_ms
-
-    def fetch(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
-        kb = self._key_bytes(key)
-        return [(slot[0], self._value(raw))
-                for _, slot, raw in DUPLICATES.scan_key(self._store, kb, time_from, time_to)]
+        super().__init__(name, store, key_serde, value_serde, window_size_ms)
 
     def all(self) -> list[tuple[Any, int, Any]]:
         """``(key, time, value)`` of every record, by key bytes, time, arrival."""
         return [(self._key_serde.deserialize(kb), slot[0], self._value(raw))
                 for kb, slot, raw in DUPLICATES.all_entries(self._store)]
-
-    def approximate_num_entries(self) -> int:
-        return self._store.approximate_num_entries() // 2
 
 
 class OuterJoinBuffer:

@@ -5,7 +5,7 @@ from typing import Any, Optional
 
 from ...serdes import Serde
 from ...windows import Window, Windowed
-from .base import StoreView
+from .base import WindowedStoreView
 from .layout import SESSIONS, Slot
 from .timed import TimedStore
 
@@ -70,9 +70,11 @@ class SessionStore(TimedStore):
                 for kb, slot, agg, ts in self._time_entries(earliest_end, latest_end)]
 
 
-class SessionStoreView(StoreView):
+class SessionStoreView(WindowedStoreView):
     """Read-only, typed view of a session store for queries (``app.store(name)``,
     ``driver.get_session_store(name)``), as Kafka's ``ReadOnlySessionStore``."""
+
+    layout = SESSIONS
 
     def _windowed(self, kb: bytes, slot: Slot) -> Windowed:
         return Windowed(self._key_serde.deserialize(kb), _window(slot))

@@ -5,7 +5,7 @@ from typing import Any, Optional
 
 from ...serdes import Serde
 from ...windows import Window, Windowed
-from .base import StoreView
+from .base import WindowedStoreView
 from .layout import WINDOWS
 from .timed import TimedStore
 
@@ -68,36 +68,38 @@ class TimestampedWindowStore(TimedStore):
         return Windowed(self.key_serde.deserialize(kb), Window(start, start + self.window_size_ms))
 
 
-class WindowStoreView(StoreView):
+class WindowStoreView(WindowedStoreView):
     """Read-only, typed view of a window store for queries (``app.store(name)``,
     ``driver.get_window_store(name)``): plain values, as in Kafka's ``ReadOnlyWindowStore``."""
+
+    layout = WINDOWS
 
     def __init__(self, name: str, store: Any, key_serde: Serde, value_serde: Serde,
                  window_size_ms: int):
         super().__init__(name, store, key_serde, value_serde)
         self.window_size_ms = window_size_ms
 
-    def _windowed(self, kb: bytes, start: int) -> Windowed:
-        return Windowed(self._key_serde.deserialize(kb), Window(start, start + self.window_size_ms))
+    def _windowed(self, kb: bytes, slot: tuple[int, ...]) -> Windowed:
+        return Windowed(self._key_serde.deserialize(kb), Window(slot[0], slot[0] + self.window_size_ms))
 
     def fetch(self, key: Any, time_from: int, time_to: int) -> list[tuple[int, Any]]:
         """``(window_start, value)`` of the key's windows whose start is in
         ``[time_from, time_to]``, by start."""
         kb = self._key_bytes(key)
         return [(slot[0], self._value(raw))
-                for _, slot, raw in WINDOWS.scan_key(self._store, kb, time_from, time_to)]
+                for _, slot, raw in self.layout.scan_key(self._store, kb, time_from, time_to)]
 
     def fetch_all(self, time_from: Optional[int] = None,
                   time_to: Optional[int] = None) -> list[tuple[Windowed, Any]]:
         """``(Windowed, value)`` of all windows with start in ``[time_from, time_to]``,
         by start then key bytes."""
-        return [(self._windowed(kb, slot[0]), self._value(raw))
-                for kb, slot, raw in WINDOWS.time_entries(self._store, time_from, time_to)]
+        return [(self._windowed(kb, slot), self._value(raw))
+                for kb, slot, raw in self.layout.time_entries(self._store, time_from, time_to)]
 
     def all(self) -> list[tuple[Windowed, Any]]:
         """Every window, by key bytes then start."""
-        return [(self._windowed(kb, slot[0]), self._value(raw))
-                for kb, slot, raw in WINDOWS.all_entries(self._store)]
+        return [(self._windowed(kb, slot), self._value(raw))
+                for kb, slot, raw in self.layout.all_entries(self._store)]
 
     def approximate_num_entries(self) -> int:
         """About the number of windows (each window is a data and an index entry)."""
