@@ -19,6 +19,8 @@ TESTS = str(Path(__file__).resolve().parents[1])
 sys.path.insert(0, str(ROOT / "tools"))
 from spark_cluster import running_cluster  # noqa: E402
 
+pytestmark = pytest.mark.cluster
+
 BATCHES = 4
 #: Each run on the previous run's executor: the issue's bar is 99%; at 4 tasks a batch
 #: a single move is more than 1%.
