@@ -288,7 +288,7 @@ def test_the_join_expires_its_stores_as_stream_time_moves():
             run.table.pipe_input("A", f"a{ts}", ts)
             run.stream.pipe_input("A", f"s{ts}", ts)
         task = run.driver._tasks[0]
-        kinds = {d.kind: name for name, d in task.topology.stores.items()}
+        kinds = {d.kind.value: name for name, d in task.topology.stores.items()}
         buffer = task._stores[kinds["stream_buffer"]]
         versions = task._stores[kinds["versioned"]]
         times = sorted(StreamBuffer("b", buffer, S, S).fetch("A", -1))
