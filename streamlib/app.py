@@ -15,6 +15,7 @@ from .instance import ApplicationLock
 from .preflight import check_before_spark, prepare_changelogs, require_input_topics
 from .progress import Progress
 from .state.cache import release_everywhere
+from .topics import parse_url
 from .topology import Topology
 
 log = logging.getLogger("streamlib")
@@ -174,6 +175,11 @@ class Streams:
 
         quiet_stops()
         backend_spec = BackendSpec.from_options(self._source_options())
+        scheme, location, _ = parse_url(backend_spec.url)
+        if scheme == "local":   # before anything is written
+            from .spark.log_probe import require_visible_log
+
+            require_visible_log(self.spark, location)
         backend = backend_spec.open()
         partitions = self._prepare_topics(backend)
         ship_user_modules(self.topology)

@@ -6,6 +6,12 @@ from pathlib import Path
 # let them import the test modules (the JVM, and so its workers, inherit this).
 _TESTS = str(Path(__file__).resolve().parent)
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_TESTS, os.environ.get("PYTHONPATH")) if p)
+# Runs that leave state_dir unset (examples under spark-submit) keep their store copies
+# in this session's directory, not in the user's per-machine default.
+if "STREAMLIB_STATE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["STREAMLIB_STATE_DIR"] = tempfile.mkdtemp(prefix="streamlib-test-state-")
 
 pytest_plugins = ["kafka_broker", "spark_session", "oracle_driver"]
 
