@@ -307,7 +307,13 @@ class Streams:
         return queries.table(name, register)
 
     def metrics(self) -> dict[str, Any]:
-        """Counters since start, per-task state, store sizes, lag and watermark."""
+        """Counters since start, per-task state, store sizes, lag and watermark.
+
+        ``estimated_store_sizes`` (store -> entries over its tasks) is RocksDB's
+        estimate of the number of keys (Kafka Streams' ``estimate-num-keys``): cheap,
+        but it may count overwritten or deleted keys not yet compacted away, so it can
+        be well above the true count. ``store_sizes`` is the same estimate under its
+        older name."""
         counters, tasks, last_batch = self._batches.totals()
         result: dict[str, Any] = dict(counters)
         sizes: dict[str, int] = defaultdict(int)
@@ -316,7 +322,8 @@ class Streams:
                 sizes[store] += entries
         times = [m["stream_time"] for m in tasks.values() if m.get("stream_time", -1) >= 0]
         marks = [m["watermark"] for m in tasks.values() if m.get("time_aware")] or times
-        result.update(tasks=tasks, store_sizes=dict(sizes), last_batch=last_batch,
+        result.update(tasks=tasks, estimated_store_sizes=dict(sizes), store_sizes=dict(sizes),
+                      last_batch=last_batch,
                       stream_time=max(times, default=-1), watermark=min(marks, default=-1),
                       lag=self._lag())
         return result
