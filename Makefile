@@ -93,7 +93,7 @@ test-smoke-spark43: $(VENV_SMOKE)/.installed-stamp java jars
 # in ./streamlib-data.
 wordcount: $(STAMP) java
 	$(abspath $(VENV))/bin/spark-submit --master 'local[2]' --conf spark.log.level=WARN \
-	    examples/wordcount/wordcount.py --input examples/wordcount/data/input.txt
+	    examples/wordcount/wordcount.py --input examples/wordcount/data/input.txt --state-dir streamlib-state
 
 # The documentation site (docs/, Sphinx) into docs/_build/html; warnings are errors.
 # tests/spark/test_docs.py runs the same build and the docs' code blocks.

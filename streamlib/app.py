@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 from collections import defaultdict
 from typing import Any, Optional
 
@@ -15,6 +16,7 @@ from .instance import ApplicationLock
 from .preflight import check_before_spark, prepare_changelogs, require_input_topics
 from .progress import Progress
 from .state.cache import release_everywhere
+from .topics import parse_url
 from .topology import Topology
 
 log = logging.getLogger("streamlib")
@@ -67,6 +69,10 @@ class Streams:
         self._instance = ApplicationLock.of(self.config)
         self._queries: Any = None  # streamlib.query.service.Queries, made on first use
         self._progress = Progress()  # a line per batch at INFO, a bar while catching up
+        from .spark.stopping import StopSignals
+
+        #: SIGINT/SIGTERM while running: a clean stop, one line, exit 130/143
+        self._signals = StopSignals()
         from .spark.micro_batch import MicroBatches
 
         #: runs each micro-batch; its totals outlive one query (spark/micro_batch.py)
@@ -78,6 +84,7 @@ class Streams:
         processors, also without input: their wall-clock punctuators fire on time)."""
         self._start(trigger={"processingTime": f"{self.config.commit_interval_ms} milliseconds"},
                     clock_ms=self.config.commit_interval_ms)
+        self._signals.install(self.spark)
 
     def process_available(self) -> None:
         """Process everything available now (in batches of at most
@@ -93,8 +100,9 @@ class Streams:
         for attempt in (1, 2):
             self._progress.catching_up()
             self._start(trigger={"processingTime": "0 seconds"})
+            self._signals.install(self.spark)
             try:
-                _streamlib_errors(self._query.processAllAvailable)
+                self._wait(self._query.processAllAvailable)
                 return
             except Exception as exc:
                 if attempt == 2 or not hit_progress_report_bug(exc):
@@ -107,13 +115,44 @@ class Streams:
         """Wait until the query stops (or ``timeout`` seconds); re-raises its failure."""
         if self._query is None:
             return True
+        query = self._query
         if timeout is None:
-            _streamlib_errors(self._query.awaitTermination)
+            self._wait(query.awaitTermination)
             return True
-        return bool(_streamlib_errors(lambda: self._query.awaitTermination(timeout)))
+        return bool(self._wait(lambda: query.awaitTermination(timeout)))
+
+    def _wait(self, call: Any) -> Any:
+        """``call()`` (a blocking JVM call) in a helper thread, while the main thread
+        polls for SIGINT/SIGTERM (:class:`~streamlib.spark.stopping.StopSignals`): on
+        one, stop the application and exit 130/143 with one line on stderr."""
+        if threading.current_thread() is not threading.main_thread():
+            return _streamlib_errors(call)
+        outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                outcome["value"] = _streamlib_errors(call)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+                outcome["error"] = exc
+
+        helper = threading.Thread(target=run, name="streamlib-wait", daemon=True)
+        self._signals.waiting = True
+        try:
+            helper.start()
+            while helper.is_alive() and self._signals.received is None:
+                helper.join(0.2)
+        finally:
+            self._signals.waiting = False
+        if self._signals.received is not None:
+            self.stop()
+            self._signals.exit()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome.get("value")
 
     def stop(self) -> None:
         """Stop the query; the current micro-batch finishes or is re-run on restart."""
+        self._signals.restore()
         try:
             if self._query is not None:
                 self._stopping = True
@@ -174,6 +213,11 @@ class Streams:
 
         quiet_stops()
         backend_spec = BackendSpec.from_options(self._source_options())
+        scheme, location, _ = parse_url(backend_spec.url)
+        if scheme == "local":   # before anything is written
+            from .spark.log_probe import require_visible_log
+
+            require_visible_log(self.spark, location)
         backend = backend_spec.open()
         partitions = self._prepare_topics(backend)
         ship_user_modules(self.topology)
@@ -301,7 +345,13 @@ class Streams:
         return queries.table(name, register)
 
     def metrics(self) -> dict[str, Any]:
-        """Counters since start, per-task state, store sizes, lag and watermark."""
+        """Counters since start, per-task state, store sizes, lag and watermark.
+
+        ``estimated_store_sizes`` (store -> entries over its tasks) is RocksDB's
+        estimate of the number of keys (Kafka Streams' ``estimate-num-keys``): cheap,
+        but it may count overwritten or deleted keys not yet compacted away, so it can
+        be well above the true count. ``store_sizes`` is the same estimate under its
+        older name."""
         counters, tasks, last_batch = self._batches.totals()
         result: dict[str, Any] = dict(counters)
         sizes: dict[str, int] = defaultdict(int)
@@ -310,7 +360,8 @@ class Streams:
                 sizes[store] += entries
         times = [m["stream_time"] for m in tasks.values() if m.get("stream_time", -1) >= 0]
         marks = [m["watermark"] for m in tasks.values() if m.get("time_aware")] or times
-        result.update(tasks=tasks, store_sizes=dict(sizes), last_batch=last_batch,
+        result.update(tasks=tasks, estimated_store_sizes=dict(sizes), store_sizes=dict(sizes),
+                      last_batch=last_batch,
                       stream_time=max(times, default=-1), watermark=min(marks, default=-1),
                       lag=self._lag())
         return result

@@ -259,7 +259,8 @@ def _add_reset(subparsers) -> None:
         "reset", help="delete an application's internal topics, checkpoint and local state, "
                       "so its next run reprocesses its input from the beginning")
     reset.add_argument("--application-id", required=True)
-    reset.add_argument("--state-dir", default=StreamsConfig.state_dir)
+    reset.add_argument("--state-dir", default=None,
+                       help="default: $STREAMLIB_STATE_DIR, else ~/.cache/streamlib/state")
     reset.add_argument("--checkpoint-location", default=None,
                        help="default: where the application keeps it (beside the topics for local://)")
     reset.add_argument("--include-dlq", action="store_true",

@@ -14,6 +14,28 @@ DESERIALIZATION_HANDLERS = ("fail", "log_and_continue", "dead_letter")
 PROCESSING_GUARANTEES = ("at_least_once", "exactly_once")
 
 
+#: Environment variable naming the state directory of every application on a machine.
+STATE_DIR_ENV = "STREAMLIB_STATE_DIR"
+
+
+def default_state_dir() -> str:
+    """The state directory of this machine when ``state_dir`` is not set:
+    ``$STREAMLIB_STATE_DIR``, else ``$XDG_CACHE_HOME/streamlib/state`` (by default
+    ``~/.cache/streamlib/state``). Per machine and per user, never inside Spark's
+    per-application work directory (a relative path on an executor lands there, and
+    every executor or application restart would then restore every store in full).
+
+    >>> import os; os.environ[STATE_DIR_ENV] = "/data/streamlib"; default_state_dir()
+    '/data/streamlib'
+    >>> del os.environ[STATE_DIR_ENV]
+    """
+    configured = os.environ.get(STATE_DIR_ENV)
+    if configured:
+        return configured
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "streamlib", "state")
+
+
 @dataclass
 class StreamsConfig:
     """Configuration of a streamlib application (Kafka Streams' ``StreamsConfig``).
@@ -27,7 +49,8 @@ class StreamsConfig:
 
     application_id: str = "streamlib-app"
     bootstrap: str = "local://./streamlib-data"
-    state_dir: str = "./streamlib-state"
+    #: None: the machine's default (:func:`default_state_dir`), resolved where it is used
+    state_dir: Optional[str] = None
     checkpoint_location: Optional[str] = None
     num_partitions: Optional[int] = None
     commit_interval: Duration = timedelta(seconds=1)
@@ -108,13 +131,25 @@ class StreamsConfig:
         return self.changelog_topic(f"subtopology-{subtopology}-task")
 
     @property
+    def batch_marker_topic(self) -> str:
+        """Where ``exactly_once`` on Kafka keeps each task's last committed batch
+        (:meth:`~streamlib.topics.kafka.KafkaBackend.begin_task`)."""
+        return f"{self.application_id}-streamlib-batches"
+
+    @property
     def dead_letter_topic(self) -> str:
         return f"{self.application_id}-dlq"
 
     @property
     def application_state_dir(self) -> str:
         """This application's local, rebuildable state (every task's store copies)."""
-        return os.path.join(os.path.abspath(self.state_dir), self.application_id)
+        return os.path.join(self.resolved_state_dir, self.application_id)
+
+    @property
+    def resolved_state_dir(self) -> str:
+        """``state_dir``, or the default of the machine this runs on (an executor
+        resolves it on its own machine: :func:`default_state_dir`)."""
+        return os.path.abspath(self.state_dir or default_state_dir())
 
     def task_state_dir(self, task_id: str) -> str:
         return os.path.join(self.application_state_dir, task_id)

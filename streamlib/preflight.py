@@ -26,8 +26,10 @@ def check_before_spark(topology: Topology, config: StreamsConfig, topics: bool =
     """Raise on a malformed bootstrap URL (``TopicsError``), a state directory or
     checkpoint location that cannot be written (:class:`ConfigurationError`), and, with
     ``topics``, a missing input topic (``TopologyError``), before Spark is started."""
-    parse_url(config.bootstrap)
-    writable(config.state_dir, "state_dir")
+    scheme, location, _ = parse_url(config.bootstrap)
+    if scheme == "local":   # made here, on the driver: tasks never create it (topics.spec)
+        writable(location, "bootstrap")
+    writable(config.resolved_state_dir, "state_dir")
     if "://" not in (config.checkpoint_location or ""):   # hdfs://, s3a://: Spark's to check
         writable(config.resolved_checkpoint_location(), "checkpoint_location")
     if topics:
@@ -105,6 +107,14 @@ def prepare_changelogs(topology: Topology, config: StreamsConfig, backend, tasks
     application already processed input."""
     progress = has_progress(config)
     hint = RESET_HINT.format(app=config.application_id)
+    # Tasks never create topics (an executor may see another log than the driver):
+    # the tasks' own state changelogs and exactly_once's batch markers are made here.
+    for sub in topology.subtopologies:
+        if sub.stateful and tasks_of.get(sub.id) is not None:
+            backend.create_topic(config.task_changelog_topic(sub.id), tasks_of[sub.id],
+                                 {"cleanup.policy": "compact"}, exist_ok=True)
+    if config.processing_guarantee == "exactly_once" and hasattr(backend, "begin_task"):
+        backend.create_topic(config.batch_marker_topic, 1, exist_ok=True)
     for sub in topology.subtopologies:
         for store in sub.stores:
             if not topology.stores[store].logging:

@@ -12,6 +12,12 @@ _TESTS = Path(__file__).resolve().parent
 _FOLDERS = [str(_TESTS)] + [str(_TESTS / name) for name in ("unit", "spark", "kafka", "oracle", "faults")]
 sys.path[:0] = [p for p in _FOLDERS if p not in sys.path]
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (*_FOLDERS, os.environ.get("PYTHONPATH")) if p)
+# Runs that leave state_dir unset (examples under spark-submit) keep their store copies
+# in this session's directory, not in the user's per-machine default.
+if "STREAMLIB_STATE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["STREAMLIB_STATE_DIR"] = tempfile.mkdtemp(prefix="streamlib-test-state-")
 
 pytest_plugins = ["kafka_broker", "spark_session", "oracle_driver"]
 

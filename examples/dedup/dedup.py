@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="produce this file's 'id<TAB>payload' lines first (default: the bundled sample)")
     parser.add_argument("--bootstrap", default="local://./streamlib-data",
                         help="topics backend: local://PATH (default) or kafka://HOST:PORT")
-    parser.add_argument("--state-dir", default="./streamlib-state")
+    parser.add_argument("--state-dir", default=None,
+                        help="default: $STREAMLIB_STATE_DIR, else ~/.cache/streamlib/state")
     parser.add_argument("--partitions", type=int, default=2, help="partitions of a new input topic")
     args = parser.parse_args(argv)
 

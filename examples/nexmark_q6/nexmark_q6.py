@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input", type=Path, default=SAMPLE, help="events to produce first (JSON lines)")
     parser.add_argument("--bootstrap", default="local://./streamlib-data",
                         help="topics backend: local://PATH (default) or kafka://HOST:PORT")
-    parser.add_argument("--state-dir", default="./streamlib-state")
+    parser.add_argument("--state-dir", default=None,
+                        help="default: $STREAMLIB_STATE_DIR, else ~/.cache/streamlib/state")
     parser.add_argument("--partitions", type=int, default=2, help="partitions of new input topics")
     args = parser.parse_args(argv)
 

@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-input", action="store_true", help="produce nothing, only process")
     parser.add_argument("--bootstrap", default="local://./streamlib-data",
                         help="topics backend: local://PATH (default) or kafka://HOST:PORT")
-    parser.add_argument("--state-dir", default="./streamlib-state")
+    parser.add_argument("--state-dir", default=None,
+                        help="default: $STREAMLIB_STATE_DIR, else ~/.cache/streamlib/state")
     parser.add_argument("--partitions", type=int, default=2, help="partitions of a new input topic")
     parser.add_argument("--follow", action="store_true", help="keep running as a continuous query")
     args = parser.parse_args(argv)

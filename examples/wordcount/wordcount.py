@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input", help="produce this text file's lines into the input topic first")
     parser.add_argument("--bootstrap", default="local://./streamlib-data",
                         help="topics backend: local://PATH (default) or kafka://HOST:PORT")
-    parser.add_argument("--state-dir", default="./streamlib-state")
+    parser.add_argument("--state-dir", default=None,
+                        help="default: $STREAMLIB_STATE_DIR, else ~/.cache/streamlib/state")
     parser.add_argument("--partitions", type=int, default=4, help="partitions of a new input topic")
     parser.add_argument("--follow", action="store_true", help="keep running as a continuous query")
     parser.add_argument("--top", type=int, default=10, help="how many top words to print")

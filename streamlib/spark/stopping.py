@@ -19,6 +19,10 @@ Python callback at ERROR with its traceback; :func:`quiet_stops` keeps this one 
 from __future__ import annotations
 
 import logging
+import signal
+import sys
+import threading
+from typing import Any, Optional
 
 #: What Spark's ``PROXY_ERROR`` looks for, before and after any text.
 _PROXY_PREFIX = "py4j.protocol.Py4JJavaError: An error occurred while calling"
@@ -55,3 +59,73 @@ def quiet_stops() -> None:
     logger = logging.getLogger("py4j.clientserver")
     if _FILTER not in logger.filters:
         logger.addFilter(_FILTER)
+
+
+#: exit statuses of a process stopped by a signal, as shells report them
+_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+class StopSignals:
+    """SIGINT/SIGTERM while an application runs: stop it cleanly, say so in one line on
+    stderr, exit 130/143.
+
+    PySpark's own SIGINT handler calls the JVM (``cancelAllJobs``) from inside the
+    handler; when the signal arrives while the main thread waits in a Py4J call (as in
+    ``await_termination``) that second call reads the same socket and fails with
+    ``reentrant call``. Here the handler only records the signal: the waits of
+    ``Streams`` poll and, seeing it, stop the query (the running batch is cancelled and
+    runs again at the next start: nothing of it is committed) and exit. Outside those
+    waits (the main thread in the user's own code) the signal is a plain
+    ``KeyboardInterrupt`` (SIGINT) or ``SystemExit(143)`` (SIGTERM), without a JVM call.
+    """
+
+    def __init__(self) -> None:
+        self.received: Optional[int] = None
+        self.waiting = False
+        self._previous: dict[int, Any] = {}
+
+    def install(self, spark: Any = None) -> None:
+        """Take over SIGINT/SIGTERM (from the main thread only; elsewhere a no-op). Under
+        spark-submit the JVM is the driver's parent and gets a terminal's Ctrl-C too: it
+        is told to ignore SIGINT, so that it does not shut down under the stopping query."""
+        if self._previous or threading.current_thread() is not threading.main_thread():
+            return
+        self.received = None
+        for signum in _EXIT:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        if spark is not None:
+            _jvm_ignores_sigint(spark)
+
+    def restore(self) -> None:
+        """Give the signals back to whoever had them."""
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        if self.received is None:
+            self.received = signum
+        if self.waiting:
+            return   # the wait sees it at its next poll
+        self.restore()
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(_EXIT[signum])
+
+    def exit(self) -> None:
+        """After the application stopped on a signal: one line, then exit 130/143."""
+        signum = self.received
+        self.restore()
+        name = signal.Signals(signum).name
+        sys.stderr.write(f"streamlib: stopped on {name}; the next start continues exactly from the last "
+                         f"committed batch\n")
+        sys.stderr.flush()
+        raise SystemExit(_EXIT[signum])
+
+
+def _jvm_ignores_sigint(spark: Any) -> None:
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("INT"), jvm.sun.misc.SignalHandler.SIG_IGN)
+    except Exception as exc:   # noqa: BLE001 - a JVM without sun.misc: Ctrl-C reaches it
+        logging.getLogger("streamlib").debug("cannot make the JVM ignore SIGINT: %s", exc)

@@ -180,7 +180,7 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
     transactional = getattr(backend, "exactly_once", False) and hasattr(backend, "begin_task")
     if transactional:
         app = plan.config.application_id
-        backend.begin_task(f"{app}-{task.task_id}", batch_id, f"{app}-streamlib-batches")
+        backend.begin_task(f"{app}-{task.task_id}", batch_id, plan.config.batch_marker_topic)
     stores = None
     committed = False
     if task.stateful:
@@ -195,7 +195,7 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
     try:
         if task.stateful:
             stores = STORE_CACHE.acquire(task_dir, cache_key, lambda: open_task_stores(
-                task_dir, specs, backend=backend, **options))
+                task_dir, specs, backend=backend, create_changelogs=False, **options))
         task.begin(stores, batch_id, stream_time, wall_clock=now_millis())
         # One pause from the rows to the commit: re-enabled in between, the collector
         # ran over everything the batch still held (its stores' read caches and pending
@@ -221,13 +221,16 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
                                  if not name.startswith("__")}
             metrics["restored_records"] = store_metrics["restored_records"]
             metrics["restore_seconds"] = store_metrics["restore_seconds"]
-            metrics["changelog_offsets"] = stores.changelog_offsets()
         if replicas:
             metrics["restored_records"] = metrics.get("restored_records", 0) + sum(
                 r.metrics.restored_records for r in replicas.values())
         if transactional:
-            backend.commit_task(batch_id)
+            ends = backend.commit_task(batch_id)
             transactional = False
+            if stores is not None:   # the copies reflect the changelogs past their own records
+                stores.committed_at(ends)
+        if stores is not None:
+            metrics["changelog_offsets"] = stores.changelog_offsets()
         committed = True
     finally:
         if transactional:

@@ -65,8 +65,11 @@ class Changelog:
     """One partition of one changelog topic, written by one task at a time."""
 
     def __init__(self, backend: TopicBackend, topic: str, partition: int, num_partitions: int,
-                 producer_id: str, topic_config: Optional[dict] = None):
+                 producer_id: str, topic_config: Optional[dict] = None, may_create: bool = True):
         self.backend = backend
+        #: False where someone else creates the topic (a Spark task: the driver's
+        #: ``start()`` does, see streamlib.preflight); a missing one is then an error
+        self.may_create = may_create
         #: what the topic is created with if missing (compacted, plus the store's configs)
         self.topic_config = topic_config or {"cleanup.policy": "compact"}
         self.topic = topic
@@ -80,6 +83,12 @@ class Changelog:
         try:
             end = self.backend.end_offsets(self.topic)
         except TopicNotFound:
+            if create and not self.may_create:
+                raise ChangelogMissing(
+                    f"changelog topic {self.topic!r} does not exist where this task runs; start() "
+                    f"creates it before any task runs, so it was deleted, or this executor sees "
+                    f"another log ({self.backend.url}): local:// topics need one machine or a "
+                    f"path every executor sees, clusters use kafka://") from None
             if not create:
                 app = self.producer_id.split("/", 1)[0]
                 raise ChangelogMissing(

@@ -196,6 +196,18 @@ class TaskStore:
         self.metrics.committed_keys += len(changes.keys)
         self.metrics.commit_seconds += time.perf_counter() - started
 
+    def committed_at(self, ends: dict[tuple[str, int], int]) -> None:
+        """The batch's changelog records just became readable with the changelog at
+        ``ends[(topic, partition)]`` (a transaction's commit, see
+        :meth:`~streamlib.topics.kafka.KafkaBackend.commit_task`): the copy reflects
+        the changelog up to there. Until now it kept the end seen inside the open
+        transaction, before its own records, which the next batch would read again."""
+        end = None if self.changelog is None else ends.get((self.changelog.topic, self.changelog.partition))
+        offset = self._meta_int(CHANGELOG_OFFSET)
+        if end is not None and (offset is None or end > offset):
+            self._db.write((), {CHANGELOG_OFFSET: _encode_int(end),
+                                CHANGELOG_EPOCH: _encode_int(self.changelog.epoch_at(end))})
+
     def changelog_offset(self) -> Optional[int]:
         """The changelog offset the local copy reflects (None: it has read none)."""
         return self._meta_int(CHANGELOG_OFFSET)

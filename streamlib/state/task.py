@@ -121,6 +121,12 @@ class TaskStores(Mapping[str, KeyValueStore]):
             store.commit(self._batch)
         self._batch = None
 
+    def committed_at(self, ends: dict[tuple[str, int], int]) -> None:
+        """The batch's changelog writes are readable, the changelogs at ``ends`` per
+        ``(topic, partition)``: see :meth:`TaskStore.committed_at`."""
+        for store in self._all():
+            store.committed_at(ends)
+
     def paths(self) -> list[str]:
         """The directories of the task's databases (data stores, then task metadata)."""
         return [store.path for store in self._all()]
@@ -183,12 +189,13 @@ def open_task_stores(task_dir: str | os.PathLike, specs: Sequence[StoreSpec],
                      backend: Optional[TopicBackend] = None, partition: int = 0,
                      num_partitions: int = 1, producer_prefix: str = "streamlib",
                      meta_changelog_topic: Optional[str] = None, lock_timeout: float = 30.0,
-                     restore_chunk: int = 10_000) -> TaskStores:
+                     restore_chunk: int = 10_000, create_changelogs: bool = True) -> TaskStores:
     """Open one RocksDB per store under ``task_dir/<store>``, waiting up to
     ``lock_timeout`` s for a previous holder (meanwhile asking it to release them, see
     :data:`RELEASE_REQUEST`). Stores log to their changelog topic's ``partition`` when
     ``backend`` is given; task metadata is logged to ``meta_changelog_topic`` if given
-    (otherwise it is local only)."""
+    (otherwise it is local only). With ``create_changelogs=False`` (Spark tasks: the
+    driver creates every changelog before a task runs) a missing changelog is an error."""
     task_dir = os.fspath(task_dir)
 
     def ask_holder_to_release() -> None:
@@ -201,7 +208,8 @@ def open_task_stores(task_dir: str | os.PathLike, specs: Sequence[StoreSpec],
         if backend is None or topic is None:
             return None
         return Changelog(backend, topic, partition, num_partitions,
-                         f"{producer_prefix}/{store}/{partition}", configs.get(store))
+                         f"{producer_prefix}/{store}/{partition}", configs.get(store),
+                         may_create=create_changelogs)
 
     wanted = [(spec.name, spec.changelog_topic if spec.logging else None) for spec in specs]
     wanted.append((META_STORE, meta_changelog_topic))

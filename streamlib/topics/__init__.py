@@ -70,7 +70,7 @@ def open_backend(url: str = DEFAULT_URL, **config: Any) -> TopicBackend:
     if scheme == "local":
         from .local import LocalBackend
 
-        unknown = set(options) - {"fsync", "segment_bytes"} - KAFKA_ONLY_OPTIONS
+        unknown = set(options) - {"fsync", "segment_bytes", "create"} - KAFKA_ONLY_OPTIONS
         if unknown:
             raise TopicsError(f"unknown option(s) for the local backend: {', '.join(sorted(unknown))}")
         kwargs = {k: v for k, v in options.items() if k not in KAFKA_ONLY_OPTIONS}

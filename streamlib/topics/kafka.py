@@ -112,6 +112,8 @@ class KafkaBackend(TopicBackend):
         self._task_tx: Any = None      # the open task transaction's producer, or _REPLAY
         self._task_group: Optional[Consumer] = None
         self._task_marker = ""
+        #: (topic, partition) -> last offset a transaction wrote there (delivery reports)
+        self._tx_written: dict[tuple[str, int], int] = {}
 
     # ---- admin -------------------------------------------------------------
     def create_topic(self, name: str, partitions: int = 1, config: Optional[dict] = None,
@@ -219,9 +221,11 @@ class KafkaBackend(TopicBackend):
             return True
         producer = self._transactional_producer(producer_id or self._transactional_id or "streamlib")
         self._call(producer.begin_transaction, "begin a transaction")
+        self._tx_written = {}
         try:
             for ts, key, value, hdrs in rows:
                 self._send(producer, topic, partition, key, value, ts, _headers(hdrs))
+            self._flush(producer)
             self._call(lambda: producer.commit_transaction(self.timeout), "commit a transaction")
         except BaseException:
             try:
@@ -229,6 +233,7 @@ class KafkaBackend(TopicBackend):
             except KafkaException:
                 pass
             raise
+        self._await_readable(self._tx_written)
         return True
 
     # ---- task transactions (exactly_once) ------------------------------------
@@ -246,9 +251,11 @@ class KafkaBackend(TopicBackend):
         """
         if self._task_tx is not None:
             raise TopicsError("begin_task() while a task transaction is open")
-        if marker_topic not in self._partitions:
-            self.create_topic(marker_topic, 1, exist_ok=True)
-            self._partitions[marker_topic] = 1
+        try:
+            self.num_partitions(marker_topic)
+        except TopicNotFound:   # made by whoever starts the application, never by a task
+            raise TopicsError(f"the batch marker topic {marker_topic!r} does not exist on "
+                              f"{self.bootstrap}; create it (one partition) before the task runs") from None
         config = {**self._producer_config, "transactional.id": transactional_id,
                   "enable.idempotence": True}
         producer = self._call(lambda: Producer(config), "create a transactional producer")
@@ -267,14 +274,23 @@ class KafkaBackend(TopicBackend):
             group.close()
             raise
         self._task_tx, self._task_group, self._task_marker = producer, group, marker_topic
+        self._tx_written = {}
         return True
 
-    def commit_task(self, batch_id: int) -> None:
-        """Commit the task's transaction with its batch marker (see :meth:`begin_task`)."""
+    def commit_task(self, batch_id: int) -> dict[tuple[str, int], int]:
+        """Commit the task's transaction with its batch marker (see :meth:`begin_task`).
+
+        Returns, per ``(topic, partition)`` the transaction wrote, its end once the
+        commit is readable: the position after the task's own committed records (and
+        their commit marker), which is where its store copies and the driver's query
+        replicas stand. Kafka writes commit markers after answering the commit, so this
+        waits until ``read_committed`` readers see the records; the offset read inside
+        the open transaction is from before them."""
         producer, group, self._task_tx = self._task_tx, self._task_group, None
         if producer is None or producer is _REPLAY:
-            return
+            return {}
         try:
+            self._flush(producer)   # every record's offset is known from here on
             marker = [TopicPartition(self._task_marker, 0, batch_id + 1)]
             self._call(lambda: producer.send_offsets_to_transaction(
                 marker, group.consumer_group_metadata(), self.timeout), "commit the batch marker")
@@ -285,6 +301,25 @@ class KafkaBackend(TopicBackend):
         finally:
             group.close()
         self._raise_delivery_errors()
+        return self._await_readable(self._tx_written)
+
+    def _await_readable(self, written: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """Wait until ``read_committed`` readers see every ``(topic, partition)`` up to
+        the last offset ``written`` there; return the ends then."""
+        ends: dict[tuple[str, int], int] = {}
+        deadline = time.monotonic() + self.timeout
+        for topic in sorted({t for t, _ in written}):
+            while True:
+                now = self.end_offsets(topic)
+                parts = {p: now[p] for t, p in written if t == topic}
+                if all(end > written[(topic, p)] for p, end in parts.items()):
+                    ends.update({(topic, p): end for p, end in parts.items()})
+                    break
+                if time.monotonic() > deadline:
+                    raise TopicsError(f"the committed transaction's records in {topic!r} are not readable "
+                                      f"on {self.bootstrap} {self.timeout} s after the commit")
+                time.sleep(0.01)
+        return ends
 
     def abort_task(self) -> None:
         """Abort the task's open transaction (nothing of it becomes visible)."""
@@ -436,13 +471,21 @@ class KafkaBackend(TopicBackend):
         if err is not None:
             self._delivery_errors.append(err.str())
 
+    def _on_tx_delivery(self, err: Optional[KafkaError], msg: Any) -> None:
+        """A transactional record's report: also where it went (see :meth:`commit_task`)."""
+        self._on_delivery(err, msg)
+        if err is None:
+            where = (msg.topic(), msg.partition())
+            self._tx_written[where] = max(self._tx_written.get(where, -1), msg.offset())
+
     def _send(self, producer: Producer, topic: str, partition: int, key: Optional[bytes],
               value: Optional[bytes], timestamp: Optional[int], headers: Optional[list]) -> None:
         kwargs = {"timestamp": timestamp} if timestamp is not None else {}
+        reported = self._on_delivery if producer is self._producer else self._on_tx_delivery
         while True:
             try:
                 producer.produce(topic, value=value, key=key, partition=partition, headers=headers,
-                                 on_delivery=self._on_delivery, **kwargs)
+                                 on_delivery=reported, **kwargs)
                 return
             except BufferError:
                 producer.poll(0.05)  # local queue full: let deliveries drain

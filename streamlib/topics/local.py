@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import time
 import uuid
 from contextlib import nullcontext
@@ -91,12 +92,20 @@ class LocalBackend(TopicBackend):
     ``fsync=False`` survives process crashes but not power loss, for speed.
     """
 
-    def __init__(self, root: str, fsync: bool = True, segment_bytes: int = DEFAULT_SEGMENT_BYTES):
+    def __init__(self, root: str, fsync: bool = True, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+                 create: bool = True):
         self.root = os.path.abspath(root)
         self.url = f"local://{self.root}"
         self.fsync = fsync
         self.segment_bytes = segment_bytes
-        os.makedirs(self.root, exist_ok=True)
+        if create:
+            os.makedirs(self.root, exist_ok=True)
+        elif not os.path.isdir(self.root):
+            # ``create=False``: a Spark task's open (topics.spec); an empty log made on an
+            # executor that cannot see the driver's would hide the mistake
+            raise TopicsError(f"the local log directory {self.root} does not exist on {socket.gethostname()}: "
+                              f"local:// topics need one machine or a path every executor sees; "
+                              f"on a cluster use Kafka (kafka://host:9092)")
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._partitions: dict[str, int] = {}
         self._configs: dict[str, dict] = {}

@@ -45,13 +45,18 @@ class BackendSpec:
         return cls(url, json.dumps(config, sort_keys=True))
 
     def open(self) -> TopicBackend:
-        """The backend, opened once per process and shared by the tasks it runs."""
+        """The backend, opened once per process and shared by the tasks it runs. A local
+        log directory is not created here: the driver made it (``Streams``), and one a
+        task cannot find is an executor that does not see it (an error, not a new log)."""
         return _open_backend(self.url, self.config_json)
 
 
 @lru_cache(maxsize=None)
 def _open_backend(url: str, config_json: str) -> TopicBackend:
-    return open_backend(url, **json.loads(config_json))
+    config = json.loads(config_json)
+    if parse_url(url)[0] == "local":
+        config.setdefault("create", False)
+    return open_backend(url, **config)
 
 
 def json_option(options: Mapping[str, str], name: str, default):

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import timedelta
 from collections import defaultdict
 from pathlib import Path
 
@@ -40,6 +41,7 @@ def test_task_transaction_commits_once_and_a_rerun_writes_nothing(kafka_bootstra
     topic, marker = f"eos-{uuid.uuid4().hex[:8]}", f"m-{uuid.uuid4().hex[:8]}"
     with open_backend(f"kafka://{kafka_bootstrap}", processing_guarantee="exactly_once") as b:
         b.create_topic(topic)
+        b.create_topic(marker)
         assert b.begin_task("app-0_0", 0, marker)
         assert b.append(topic, 0, _rows(b"1", b"2"))
         b.commit_task(0)
@@ -61,6 +63,7 @@ def test_a_restarted_task_fences_its_zombie(kafka_bootstrap):
     with open_backend(url, processing_guarantee="exactly_once") as zombie, \
             open_backend(url, processing_guarantee="exactly_once") as restarted:
         zombie.create_topic(topic)
+        zombie.create_topic(marker)
         assert zombie.begin_task("app-1_0", 5, marker)
         zombie.append(topic, 0, _rows(b"zombie"))
         assert restarted.begin_task("app-1_0", 5, marker)  # fences the zombie, aborts its batch
@@ -136,3 +139,48 @@ def test_killed_again_and_again_each_result_once(kafka_bootstrap, tmp_path, spar
     # The stores equal a failure-free run's.
     assert dict(app.store("counts").all()) == expected
     app.stop()
+
+
+def _eventually(read, expected, seconds=300.0):
+    """``read()`` once it equals ``expected``, or its last value after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    got = read()
+    while got != expected and time.monotonic() < deadline:
+        time.sleep(0.2)
+        got = read()
+    return got
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("log", ["kafka", "local"])
+def test_exactly_once_replays_nothing_of_its_own_and_live_queries_are_current(log, request, tmp_path, spark):
+    """A copy's changelog offset is the position after its own committed transaction:
+    no batch restores what the task wrote itself (a fresh application restores nothing
+    at all), and the running application's queries reach every batch's counts, also
+    the last one's while input is idle (they used to stay one batch behind)."""
+    url = (f"kafka://{request.getfixturevalue('kafka_bootstrap')}" if log == "kafka"
+           else f"local://{tmp_path / 'log'}")
+    suffix = uuid.uuid4().hex[:8]
+    source = f"eos-live-{suffix}"
+    backend = open_backend(url)
+    backend.create_topic(source, partitions=2)
+    lines = random_lines(160, 3)
+    config = StreamsConfig(application_id=f"eos-live-{suffix}", bootstrap=url,
+                           state_dir=str(tmp_path / "state"), checkpoint_location=str(tmp_path / "cp"),
+                           processing_guarantee="exactly_once", max_records_per_batch=60,
+                           num_partitions=2, commit_interval=timedelta(milliseconds=200))
+    app = Streams(wordcount_topology(source=source, output=f"{source}-counts"), config, spark=spark)
+    app.start()
+    try:
+        for start, end in ((0, 80), (80, 160)):
+            for line in lines[start:end]:
+                backend.produce(source, value=line.encode())
+            backend.flush()
+            expected = dict(python_count(lines[:end]))
+            assert _eventually(lambda: dict(app.store("counts").all()), expected) == expected
+        time.sleep(2)   # idle: still current
+        assert dict(app.store("counts").all()) == expected
+        assert app.metrics()["last_batch"] >= 2
+        assert app.metrics()["restored_records"] == 0
+    finally:
+        app.stop()

@@ -1,0 +1,57 @@
+"""``local://`` on a cluster: start() refuses when executors cannot see the log, and no
+task ever creates a log directory, a topic or a changelog (the driver does, at start()).
+The positive path on real executor JVMs is tests/test_engine_recovery.py's local-cluster
+run."""
+from __future__ import annotations
+
+import pytest
+
+from streamlib.errors import ChangelogMissing, ConfigurationError
+from streamlib.spark import log_probe
+from streamlib.state import StoreSpec, open_task_stores
+from streamlib.topics import TopicsError, open_backend
+from streamlib.topics.spec import BackendSpec
+
+
+def test_a_task_never_creates_the_local_log_directory(tmp_path):
+    missing = tmp_path / "not-mounted-here"
+    with pytest.raises(TopicsError, match="every executor sees"):
+        BackendSpec(f"local://{missing}").open()
+    assert not missing.exists()
+    open_backend(f"local://{missing}").close()   # the driver's open makes it
+    assert missing.is_dir()
+
+
+def test_a_task_never_creates_a_changelog(tmp_path):
+    backend = open_backend(f"local://{tmp_path / 'log'}")
+    spec = StoreSpec("counts", changelog_topic="app-counts-changelog")
+    with open_task_stores(tmp_path / "state", [spec], backend=backend, create_changelogs=False) as stores:
+        with pytest.raises(ChangelogMissing, match="app-counts-changelog.*start\\(\\) creates it"):
+            stores.begin(0)
+    assert "app-counts-changelog" not in backend.list_topics()
+
+
+class _Context:
+    def __init__(self, master):
+        self.master = master
+
+
+class _Session:
+    def __init__(self, master):
+        self.sparkContext = _Context(master)
+
+
+def test_start_refuses_executors_that_cannot_see_the_log(tmp_path, monkeypatch):
+    tokens = []
+
+    def views(spark, token):
+        tokens.append(token)
+        return [("worker-1", True), ("worker-2", False)]
+
+    monkeypatch.setattr(log_probe, "executor_views", views)
+    with pytest.raises(ConfigurationError, match="not visible on executor host\\(s\\) worker-2.*Kafka"):
+        log_probe.require_visible_log(_Session("spark://master:7077"), str(tmp_path))
+    assert tokens and tokens[0].startswith(str(tmp_path))
+    assert list(tmp_path.iterdir()) == []           # the probe's token is gone again
+    log_probe.require_visible_log(_Session("local[2]"), str(tmp_path / "x"))   # one machine: no job
+    assert len(tokens) == 1
