@@ -219,14 +219,15 @@ def test_wordcount_stages_through_the_spark_task_glue(tmp_path):
     from engine import Workspace, latest_per_key, python_count, wordcount_topology
     from streamlib.topics.spec import BackendSpec
     from streamlib.spark.tasks import StagePlan, run_task
+    from streamlib.preflight import prepare_changelogs
 
     workspace = Workspace(tmp_path)
     lines = [f"the {i} quick fox {i % 3} the" for i in range(40)] + ["", "Ünïcode wörds ünïcode"]
     workspace.produce("lines", [(None, line, 1_000 + i) for i, line in enumerate(lines)])
-    for topic in ("counts-out", "app-counts-changelog", "app-1-task-changelog"):
-        workspace.backend.create_topic(topic, partitions=1, exist_ok=True)
+    workspace.backend.create_topic("counts-out", partitions=1, exist_ok=True)
     topology = wordcount_topology()
     config = workspace.config(num_partitions=1)
+    prepare_changelogs(topology, config, workspace.backend, {sub.id: 1 for sub in topology.subtopologies})
     internal = frozenset(t for sub in topology.subtopologies for t in sub.repartition_inputs)
     spec = BackendSpec(workspace.bootstrap)
     rows = rows_of([(0, r.offset, r.timestamp, r.key, r.value)

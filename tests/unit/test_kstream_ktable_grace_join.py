@@ -297,7 +297,7 @@ def test_the_join_expires_its_stores_as_stream_time_moves():
 
 
 def test_store_kinds_are_registered():
-    assert {"versioned", "stream_buffer"} <= set(STORE_KINDS)
+    assert {"versioned", "stream_buffer"} <= {kind.value for kind in STORE_KINDS}
 
 
 # -- the property ------------------------------------------------------------------------

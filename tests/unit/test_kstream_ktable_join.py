@@ -173,7 +173,7 @@ def test_grace_builds_the_versioned_join():
     table = builder.table("t", consumed=CONSUMED)
     builder.stream("s", consumed=CONSUMED).join(table, tostring_joiner, Joined.with_(grace=5)).to("o")
     topology = builder.build()
-    assert sorted(d.kind for d in topology.stores.values()) == ["kv", "stream_buffer", "versioned"]
+    assert sorted(d.kind.value for d in topology.stores.values()) == ["kv", "stream_buffer", "versioned"]
     assert {n.kind for n in topology.nodes.values()} >= {"stream_table_join_versioned",
                                                            "stream_table_join_update"}
 

@@ -14,6 +14,7 @@ import pytest
 from streamlib import Consumed, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig
 from streamlib.reset import reset_application
 from streamlib.topics.spec import BackendSpec
+from streamlib.preflight import prepare_changelogs
 from streamlib.spark.tasks import STAGE_SCHEMA, StagePlan, run_task
 from streamlib.state.cache import STORE_CACHE, release_everywhere
 from streamlib.topics import open_backend
@@ -41,9 +42,11 @@ class Runner:
         self.offset = 0
 
     def new_run(self) -> None:
-        """What ``Streams.start()`` does for the tasks: a plan with a new run id."""
-        self.plan = StagePlan(count_topology(), self.config, BackendSpec(self.url), 0, 1, frozenset(),
-                              uuid.uuid4().hex)
+        """What ``Streams.start()`` does for the tasks: the changelogs made (tasks never
+        create topics) and a plan with a new run id."""
+        topology = count_topology()
+        prepare_changelogs(topology, self.config, self.backend, {sub.id: 1 for sub in topology.subtopologies})
+        self.plan = StagePlan(topology, self.config, BackendSpec(self.url), 0, 1, frozenset(), uuid.uuid4().hex)
 
     def batch(self, batch_id: int, *keys: str) -> None:
         n = len(keys)
