@@ -20,7 +20,6 @@ tried.
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -176,12 +175,13 @@ def assert_same(driver: Outcome, spark: Outcome, tables: set[str]) -> None:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def summary():
+def summary(request):
     yield
     minutes = (time.monotonic() - tried["started"]) / 60
+    line = f"parity topologies: {tried['cases']} cases tried, {tried['spark_runs']} Spark runs, {minutes:.1f} min"
     # past pytest's capture: the soak's summary shows without -s
-    sys.__stderr__.write(f"\nparity topologies: {tried['cases']} cases tried, {tried['spark_runs']} Spark runs, "
-                         f"{minutes:.1f} min\n")
+    with request.config.pluginmanager.get_plugin("capturemanager").global_and_fixture_disabled():
+        print(f"\n{line}")
 
 
 def _note(text: str) -> None:
