@@ -47,7 +47,7 @@ MINUTES = float(os.environ.get("PARITY_MINUTES", "0"))
 # soak, never a flaky suite); make parity-soak generates cases and shrinks a failure
 SOAK = "PARITY_EXAMPLES" in os.environ
 TOPICS = ("s1", "s2", "t1", "t2", GLOBAL)
-tried = {"cases": 0, "spark_runs": 0, "started": time.monotonic()}
+tried = {"cases": 0, "spark_runs": 0, "started": time.monotonic(), "failed": False}
 
 
 def records_of(topic: str) -> st.SearchStrategy:
@@ -218,8 +218,10 @@ def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: 
           later: bool = True) -> None:
     built, outputs, stores = build(topology)
     if currently_in_test_context():
-        if MINUTES and time.monotonic() - tried["started"] > MINUTES * 60:
-            assume(False)   # the time budget is spent: hypothesis stops on rejected cases
+        # the time budget spent: no new case (hypothesis stops on rejected cases), but a
+        # failure found is still shrunk (its replays must not be rejected)
+        if MINUTES and not tried["failed"] and time.monotonic() - tried["started"] > MINUTES * 60:
+            assume(False)
         assume(not refused_by_spark(built))
         assume(not loses_a_table_join_delete(topology, records, batch, restart))
     tried["cases"] += 1
@@ -231,7 +233,11 @@ def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: 
         _note(f"driver outputs: {driver.outputs}\ndriver drops: {driver.metrics['drops']}")
         on_spark = run_spark(spark, lambda: build(topology)[0], outputs, stores, runs, workspace, batch)
         _note(f"Spark outputs: {on_spark.outputs}\nSpark drops: {on_spark.metrics['drops']}")
-    assert_same(driver, on_spark, table_outputs(topology))
+    try:
+        assert_same(driver, on_spark, table_outputs(topology))
+    except AssertionError:
+        tried["failed"] = True
+        raise
 
 
 def soak_settings(test):
