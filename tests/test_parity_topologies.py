@@ -227,15 +227,15 @@ def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: 
     tried["cases"] += 1
     _note(f"topology:\n{dsl(topology)}\nbatch={batch} restart={restart}")
     runs = deliveries(records, restart, later)
-    with tempfile.TemporaryDirectory() as root:
-        workspace = Workspace(Path(root))
-        driver = run_driver(built, outputs, stores, runs, workspace)
-        _note(f"driver outputs: {driver.outputs}\ndriver drops: {driver.metrics['drops']}")
-        on_spark = run_spark(spark, lambda: build(topology)[0], outputs, stores, runs, workspace, batch)
-        _note(f"Spark outputs: {on_spark.outputs}\nSpark drops: {on_spark.metrics['drops']}")
     try:
+        with tempfile.TemporaryDirectory() as root:
+            workspace = Workspace(Path(root))
+            driver = run_driver(built, outputs, stores, runs, workspace)
+            _note(f"driver outputs: {driver.outputs}\ndriver drops: {driver.metrics['drops']}")
+            on_spark = run_spark(spark, lambda: build(topology)[0], outputs, stores, runs, workspace, batch)
+            _note(f"Spark outputs: {on_spark.outputs}\nSpark drops: {on_spark.metrics['drops']}")
         assert_same(driver, on_spark, table_outputs(topology))
-    except AssertionError:
+    except Exception:
         tried["failed"] = True
         raise
 
