@@ -20,7 +20,6 @@ tried.
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -48,7 +47,7 @@ MINUTES = float(os.environ.get("PARITY_MINUTES", "0"))
 # soak, never a flaky suite); make parity-soak generates cases and shrinks a failure
 SOAK = "PARITY_EXAMPLES" in os.environ
 TOPICS = ("s1", "s2", "t1", "t2", GLOBAL)
-tried = {"cases": 0, "spark_runs": 0, "started": time.monotonic()}
+tried = {"cases": 0, "spark_runs": 0, "started": time.monotonic(), "failed": False}
 
 
 def records_of(topic: str) -> st.SearchStrategy:
@@ -95,10 +94,22 @@ def task_order(delivery: dict[str, list[tuple]]) -> list[tuple[str, tuple]]:
     return [(topic, record) for _, topic, record in sorted(ranked, key=lambda entry: entry[0])]
 
 
-def deliveries(records: dict[str, list[tuple]], restart: Optional[int]) -> list[dict[str, list[tuple]]]:
+def deliveries(records: dict[str, list[tuple]], restart: Optional[int],
+               later: bool = True) -> list[dict[str, list[tuple]]]:
+    """The records of each run: all, or the first ``restart`` of each topic and then the
+    rest. With ``later`` the rest is moved after the first run's largest timestamp
+    (whole seconds, so topics keep their own milliseconds): under Spark a task whose
+    input is all read is advanced to the application's stream time (DESIGN.md, "Time and
+    order"), so a record that arrives after the application moved on may be late
+    where Kafka Streams' (and the driver's) per-task stream time is not; see the xfail
+    test for that difference."""
     if restart is None:
         return [records]
-    return [{t: rows[:restart] for t, rows in records.items()}, {t: rows[restart:] for t, rows in records.items()}]
+    first = {t: rows[:restart] for t, rows in records.items()}
+    shift = 0
+    if later:
+        shift = (max((r[2] for rows in first.values() for r in rows), default=0) // 1000 + 1) * 1000
+    return [first, {t: [(k, v, ts + shift) for k, v, ts in rows[restart:]] for t, rows in records.items()}]
 
 
 def run_driver(topology, outputs: dict, stores: list[str], runs: list[dict], workspace: Workspace) -> Outcome:
@@ -164,12 +175,13 @@ def assert_same(driver: Outcome, spark: Outcome, tables: set[str]) -> None:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def summary():
+def summary(request):
     yield
     minutes = (time.monotonic() - tried["started"]) / 60
+    line = f"parity topologies: {tried['cases']} cases tried, {tried['spark_runs']} Spark runs, {minutes:.1f} min"
     # past pytest's capture: the soak's summary shows without -s
-    sys.__stderr__.write(f"\nparity topologies: {tried['cases']} cases tried, {tried['spark_runs']} Spark runs, "
-                         f"{minutes:.1f} min\n")
+    with request.config.pluginmanager.get_plugin("capturemanager").global_and_fixture_disabled():
+        print(f"\n{line}")
 
 
 def _note(text: str) -> None:
@@ -202,23 +214,30 @@ def loses_a_table_join_delete(topology: tuple, records: dict, batch: Optional[in
     return False
 
 
-def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: Optional[int]) -> None:
+def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: Optional[int],
+          later: bool = True) -> None:
     built, outputs, stores = build(topology)
     if currently_in_test_context():
-        if MINUTES and time.monotonic() - tried["started"] > MINUTES * 60:
-            assume(False)   # the time budget is spent: hypothesis stops on rejected cases
+        # the time budget spent: no new case (hypothesis stops on rejected cases), but a
+        # failure found is still shrunk (its replays must not be rejected)
+        if MINUTES and not tried["failed"] and time.monotonic() - tried["started"] > MINUTES * 60:
+            assume(False)
         assume(not refused_by_spark(built))
         assume(not loses_a_table_join_delete(topology, records, batch, restart))
     tried["cases"] += 1
     _note(f"topology:\n{dsl(topology)}\nbatch={batch} restart={restart}")
-    runs = deliveries(records, restart)
-    with tempfile.TemporaryDirectory() as root:
-        workspace = Workspace(Path(root))
-        driver = run_driver(built, outputs, stores, runs, workspace)
-        _note(f"driver outputs: {driver.outputs}\ndriver drops: {driver.metrics['drops']}")
-        on_spark = run_spark(spark, lambda: build(topology)[0], outputs, stores, runs, workspace, batch)
-        _note(f"Spark outputs: {on_spark.outputs}\nSpark drops: {on_spark.metrics['drops']}")
-    assert_same(driver, on_spark, table_outputs(topology))
+    runs = deliveries(records, restart, later)
+    try:
+        with tempfile.TemporaryDirectory() as root:
+            workspace = Workspace(Path(root))
+            driver = run_driver(built, outputs, stores, runs, workspace)
+            _note(f"driver outputs: {driver.outputs}\ndriver drops: {driver.metrics['drops']}")
+            on_spark = run_spark(spark, lambda: build(topology)[0], outputs, stores, runs, workspace, batch)
+            _note(f"Spark outputs: {on_spark.outputs}\nSpark drops: {on_spark.metrics['drops']}")
+        assert_same(driver, on_spark, table_outputs(topology))
+    except Exception:
+        tried["failed"] = True
+        raise
 
 
 def soak_settings(test):
@@ -283,3 +302,14 @@ def test_a_table_join_forwards_the_delete_of_a_row_emitted_in_an_earlier_batch(s
     topology = (TableJoin(Table("t1"), Table("t2"), kind),)
     records = dict(NO_RECORDS, t1=[("a", "x", 1002), ("a", None, 5002)], t2=[("a", "row", 3)])
     check(spark, topology, records, batch=1, restart=None)
+
+
+@pytest.mark.xfail(strict=True, reason="a task whose input is all read is advanced to the application's stream "
+                   "time at a batch boundary (DESIGN.md), so a record arriving after that is late where the "
+                   "driver's (and Kafka's) per-task stream time keeps it")
+def test_a_record_arriving_after_the_application_moved_on_is_counted(spark):
+    window = Window("tumbling", 4_000, 0)
+    topology = (Aggregate(Src("s1"), by_value=False, op="count", window=window),
+                Aggregate(Src("s2"), by_value=False, op="count", window=window))
+    records = dict(NO_RECORDS, s1=[("a", "x", 20_000)], s2=[("c", "c", 14_001), ("c", "c", 15_001)])
+    check(spark, topology, records, batch=None, restart=1, later=False)
