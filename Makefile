@@ -122,7 +122,7 @@ RULES_EXAMPLES ?= 50
 rules-soak: $(STAMP) java
 	RULES_EXAMPLES=$(RULES_EXAMPLES) $(VPY) -m pytest -q tests/spark/test_rules_parity.py --hypothesis-show-statistics
 
-bench: $(STAMP) java
+bench: $(STAMP) java jars
 	$(VPY) benchmarks/topics_bench.py
 	$(VPY) benchmarks/wordcount_bench.py
 	$(VPY) benchmarks/windowed_bench.py
@@ -134,6 +134,7 @@ bench: $(STAMP) java
 	$(VPY) benchmarks/python_task_bench.py
 	$(VPY) benchmarks/source_runner_bench.py
 	$(VPY) benchmarks/nexmark/run.py --events 200000
+	$(VPY) benchmarks/kafka_bench.py
 
 clean:
 	rm -rf $(VENV) $(VENV_SMOKE) .cache streamlib-data streamlib-state examples/wordcount/run docs/_build
