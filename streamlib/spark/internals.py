@@ -457,3 +457,18 @@ def placed_rows(rows: DataFrame, label: str, locations: list[Optional[str]], run
         return _frame(_placement_class(spark).place(rows._jdf, label, array, runs), spark)
 
     return _attempt("streamlib placement jar", private, lambda: rows)
+
+
+def jvm_ignores_sigint(spark: SparkSession) -> None:
+    """Have the driver JVM ignore SIGINT (``sun.misc.Signal`` through Py4J), so that a
+    terminal's Ctrl-C under ``spark-submit`` reaches streamlib's stop and not the JVM's
+    shutdown. Fallback: nothing (a JVM without ``sun.misc``: Ctrl-C reaches it)."""
+
+    def private() -> None:
+        jvm = spark.sparkContext._jvm
+        jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("INT"), jvm.sun.misc.SignalHandler.SIG_IGN)
+
+    try:
+        _attempt("sun.misc.Signal through Py4J", private, lambda: None)
+    except Exception as exc:   # noqa: BLE001 - a JVM that refuses: Ctrl-C reaches it
+        log.debug("cannot make the JVM ignore SIGINT: %s", exc)

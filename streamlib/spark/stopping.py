@@ -24,6 +24,8 @@ import sys
 import threading
 from typing import Any, Optional
 
+from streamlib.spark import internals
+
 #: What Spark's ``PROXY_ERROR`` looks for, before and after any text.
 _PROXY_PREFIX = "py4j.protocol.Py4JJavaError: An error occurred while calling"
 _INTERRUPTED = "java.lang.InterruptedException"
@@ -94,7 +96,7 @@ class StopSignals:
         for signum in _EXIT:
             self._previous[signum] = signal.signal(signum, self._handle)
         if spark is not None:
-            _jvm_ignores_sigint(spark)
+            internals.jvm_ignores_sigint(spark)
 
     def restore(self) -> None:
         """Give the signals back to whoever had them."""
@@ -121,11 +123,3 @@ class StopSignals:
                          f"committed batch\n")
         sys.stderr.flush()
         raise SystemExit(_EXIT[signum])
-
-
-def _jvm_ignores_sigint(spark: Any) -> None:
-    jvm = spark.sparkContext._jvm
-    try:
-        jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("INT"), jvm.sun.misc.SignalHandler.SIG_IGN)
-    except Exception as exc:   # noqa: BLE001 - a JVM without sun.misc: Ctrl-C reaches it
-        logging.getLogger("streamlib").debug("cannot make the JVM ignore SIGINT: %s", exc)
