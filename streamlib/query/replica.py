@@ -272,6 +272,8 @@ class StoreReplicas:
         Returns the offsets reached."""
         applied = {}
         parts = self._all_partitions(backend, store, parts)
+        topic = self.changelogs[store]
+        log_starts, log_ends = backend.start_offsets(topic), backend.end_offsets(topic)   # once per store
         for partition, end in sorted(parts.items()):
             db = self._db(store, partition)
             offset = self._applied(db)
@@ -279,8 +281,8 @@ class StoreReplicas:
                 db = self._drop(store, partition)
                 offset = None
             changelog = Changelog(backend, self.changelogs[store], partition, len(parts), "query")
-            log_start = backend.start_offsets(changelog.topic)[partition]
-            if offset is not None and self._diverged(db, changelog, offset, log_start):
+            log_start = log_starts[partition]
+            if offset is not None and self._diverged(db, changelog, offset, log_start, log_ends[partition]):
                 db = self._drop(store, partition)
                 offset = None
             start = offset if offset is not None else log_start
@@ -336,12 +338,11 @@ class StoreReplicas:
         return db
 
     @staticmethod
-    def _diverged(db: RocksDB, changelog: Changelog, offset: int, log_start: int) -> bool:
+    def _diverged(db: RocksDB, changelog: Changelog, offset: int, log_start: int, log_end: int) -> bool:
         """Whether the changelog no longer holds, as this replica read them, the records
         up to ``offset`` (a cut tail, maybe appended to again; a re-created topic):
         catching up from there would skip what now sits at those offsets."""
         raw = db.meta_get(APPLIED_EPOCH)
-        log_end = changelog.backend.end_offsets(changelog.topic)[changelog.partition]
         diverged = changelog.diverged_at(offset, None if raw is None else int(raw), log_start, log_end)
         if diverged is not None:
             log.warning("query replica of %s partition %d: the changelog diverged at offset %d from what "
