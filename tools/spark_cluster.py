@@ -99,8 +99,8 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
         try:
             if len(cluster.alive_workers()) >= workers:
                 break
-        except OSError:
-            pass   # the master's web UI is not up yet
+        except (OSError, ValueError):
+            pass   # the master's web UI is not up yet, or answered before its JSON was ready
         if time.monotonic() > deadline or len(_alive_pids(directory)) < workers + 1:
             down(directory)
             raise RuntimeError(f"the cluster did not come up (logs in {directory})")
