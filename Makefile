@@ -73,13 +73,14 @@ kafka-up: jars
 kafka-down:
 	$(VPY) tools/kafka_local.py down --port 9092
 
-# One process by default. TEST_WORKERS=2: two pytest workers, each test file whole in
+# One process by default; the 40 slowest tests are listed at the end (where to trim).
+# TEST_WORKERS=2: two pytest workers, each test file whole in
 # one (its own SparkSession, Kafka broker and oracle JVM): 23-24 min against 27, but one
 # of three such runs lost a Spark Python worker to a crash (test_engine_kafka, load 11
 # on 2 cores) where one process never has; CI stays on one process until that is known.
 TEST_WORKERS ?= 0
 test: $(STAMP) java jars
-	$(VPY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(VPY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=40
 
 # The smoke subset on the other PySpark (pyproject.toml allows 4.1 to 4.3).
 # The tests that start no JVM (a few minutes): your inner loop.
