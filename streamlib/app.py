@@ -161,6 +161,7 @@ class Streams:
                 finally:
                     self._stopping = False
                 self._query = None
+                self._batches.stop()
                 self._release_task_stores()
             if self._queries is not None:
                 self._queries.stopped()
@@ -351,7 +352,12 @@ class Streams:
         estimate of the number of keys (Kafka Streams' ``estimate-num-keys``): cheap,
         but it may count overwritten or deleted keys not yet compacted away, so it can
         be well above the true count. ``store_sizes`` is the same estimate under its
-        older name."""
+        older name.
+
+        On a cluster, ``placement`` says where stateful tasks ran: run counts, each task's
+        executor, the moves (``moved_tasks``: from, to, ``onto_standby``, records
+        restored) and, with ``num_standby_replicas``, ``standbys``: each task's standby
+        copies with their executor, lag (changelog records not applied yet) and batch."""
         counters, tasks, last_batch = self._batches.totals()
         result: dict[str, Any] = dict(counters)
         sizes: dict[str, int] = defaultdict(int)

@@ -88,6 +88,10 @@ class StreamsConfig:
     application_server_request_timeout: Duration = timedelta(seconds=5)
     #: how long a scan cursor (``next``) can continue in its batch before it expires
     application_server_cursor_ttl: Duration = timedelta(minutes=1)
+    #: warm copies of each stateful task's stores on other executors of a cluster, kept
+    #: current from the changelogs (Kafka Streams' ``num.standby.replicas``); ignored, with
+    #: a log line, by ``local[n]`` (one executor)
+    num_standby_replicas: int = 0
 
     def __post_init__(self) -> None:
         if not self.application_id or "/" in self.application_id:
@@ -100,6 +104,9 @@ class StreamsConfig:
             raise ValueError("max_records_per_batch must be >= 1")
         if self.num_partitions is not None and self.num_partitions < 1:
             raise ValueError("num_partitions must be >= 1")
+        if isinstance(self.num_standby_replicas, bool) or not isinstance(self.num_standby_replicas, int) \
+                or self.num_standby_replicas < 0:
+            raise ValueError(f"num_standby_replicas must be an int >= 0, got {self.num_standby_replicas!r}")
         if self.application_server is not None:
             server_address(self.application_server)   # raises if malformed
         if self.application_server_auth_token is not None and self.application_server_auth_token_file:

@@ -443,10 +443,13 @@ def live_executors(spark: SparkSession) -> list[str]:
     return _attempt("streamlib placement jar", lambda: list(_placement_class(spark).liveExecutors()), lambda: [])
 
 
-def placed_rows(rows: DataFrame, label: str, locations: list[Optional[str]], runs: Any) -> DataFrame:
+def placed_rows(rows: DataFrame, label: str, locations: list[Optional[str]], runs: Any,
+                only_there: bool = False) -> DataFrame:
     """``rows`` whose partition ``i`` prefers ``locations[i]`` (None: anywhere) and adds
     where it ran to ``runs``: a new plan over the RDD of ``rows``' plan (Spark plans it
-    here, and a plan template cannot replay it). Fallback: ``rows`` as they are."""
+    here, and a plan template cannot replay it). ``only_there``: a partition that runs on
+    another executor than its location yields no rows. Fallback: ``rows`` as they are
+    (with ``only_there``: nothing is run at all, an error is raised)."""
 
     def private() -> DataFrame:
         spark = rows.sparkSession
@@ -454,9 +457,16 @@ def placed_rows(rows: DataFrame, label: str, locations: list[Optional[str]], run
         array = gateway.new_array(gateway.jvm.java.lang.String, len(locations))
         for i, location in enumerate(locations):
             array[i] = location
-        return _frame(_placement_class(spark).place(rows._jdf, label, array, runs), spark)
+        placement = _placement_class(spark)
+        placed = (placement.placeOnly if only_there else placement.place)(rows._jdf, label, array, runs)
+        return _frame(placed, spark)
 
-    return _attempt("streamlib placement jar", private, lambda: rows)
+    def fallback() -> DataFrame:
+        if only_there:
+            raise RuntimeError("streamlib placement jar: cannot place rows on given executors only")
+        return rows
+
+    return _attempt("streamlib placement jar", private, fallback)
 
 
 def jvm_ignores_sigint(spark: SparkSession) -> None:

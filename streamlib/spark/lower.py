@@ -111,7 +111,10 @@ class BatchPlan:
         #: the first batch's plan, for the later ones (spark/plan_template.py)
         self._template: Optional[PlanTemplate] = None
         #: where stateful tasks run, on a cluster (spark/placement.py)
-        self.placement = StickyPlacement.start(spark) if any(self._placed(s) for s in self.stages) else None
+        self.placement = (StickyPlacement.start(spark, config.num_standby_replicas)
+                          if any(self._placed(s) for s in self.stages) else None)
+        if self.placement is not None and self.placement.standbys is not None:
+            self.placement.standbys.plans = {s.sub.id: s.plan for s in self.stages if self._placed(s)}
         #: the inputs of placed stages in the batch's plan (their observed metrics are their own)
         self._placed_inputs: list[DataFrame] = []
         # Not with a persisted stage output: it is the batch's own; nor with placed

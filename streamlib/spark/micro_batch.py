@@ -93,6 +93,8 @@ class MicroBatches:
         with self._lock:
             self._last_batch = batch_id
         self._queries().committed(time_pass(batch_id), reports, time.perf_counter() - started)
+        if self.plan.placement is not None:   # standby copies catch up in the background
+            self.plan.placement.after_batch(batch_id, reports)
         return reports
 
     def _start_of(self, batch_id: int) -> int:
@@ -129,6 +131,11 @@ class MicroBatches:
                 self._stream_time = max(self._stream_time, metrics.get("stream_time", -1))
         self._queries().pass_ran(reports)
         return reports
+
+    def stop(self) -> None:
+        """The query stopped: let a running standby round finish."""
+        if self.plan is not None and self.plan.placement is not None:
+            self.plan.placement.stop()
 
     def totals(self) -> tuple[dict[str, Any], dict[str, dict], Optional[int]]:
         """``(counters and drops per reason and node, each task's last metrics, the last

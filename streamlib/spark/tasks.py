@@ -221,6 +221,8 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
                                  if not name.startswith("__")}
             metrics["restored_records"] = store_metrics["restored_records"]
             metrics["restore_seconds"] = store_metrics["restore_seconds"]
+            # what one batch adds to the task's changelogs (a standby's catch-up, a move's restore)
+            metrics["changelog_records"] = store_metrics["committed_keys"]
         if replicas:
             metrics["restored_records"] = metrics.get("restored_records", 0) + sum(
                 r.metrics.restored_records for r in replicas.values())

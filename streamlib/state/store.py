@@ -118,8 +118,26 @@ class TaskStore:
         self.kv._rebind(self._db)
         self.metrics.dropped_copies += 1
 
-    def _catch_up(self, batch_id: int) -> None:
-        """Apply changelog records this copy has not seen, up to the batch being run."""
+    def follow(self, batch_id: int) -> bool:
+        """As a standby copy (read only): apply the changelog's records of the batches
+        before ``batch_id`` this copy has not seen. Never writes the changelog, never
+        undoes: a copy that reflects ``batch_id`` or later is left as it is (False)."""
+        self.kv._discard_changes()
+        if self.reflects(batch_id):
+            return False
+        if self.changelog is not None:
+            self._catch_up(batch_id, log_again=False)
+        return True
+
+    def reflects(self, batch_id: int) -> bool:
+        """Whether the copy reflects batch ``batch_id`` or a later one."""
+        last = self._meta_int(LAST_BATCH)
+        return last is not None and last >= batch_id
+
+    def _catch_up(self, batch_id: int, log_again: bool = True) -> None:
+        """Apply changelog records this copy has not seen, up to the batch being run
+        (``log_again``: an exact repair of a changelog that lost this copy's records may
+        append to it; a standby's never does)."""
         offset = self._meta_int(CHANGELOG_OFFSET)
         # A copy that reflects changelog records must find its changelog: a missing one
         # was deleted under the running application, and creating it anew would drop
@@ -127,7 +145,7 @@ class TaskStore:
         log_start, log_end = self.changelog.offsets(create=offset is None)
         diverged = None if offset is None else self.changelog.diverged_at(
             offset, self._meta_int(CHANGELOG_EPOCH), log_start, log_end)
-        if diverged is not None and diverged == log_end and self._log_again():
+        if diverged is not None and diverged == log_end and log_again and self._log_again():
             # The changelog lost records only this copy still reflects, and nothing took
             # their place: log the copy again rather than lose them (an exact repair).
             log.warning("store %s: changelog %s partition %d lost offsets %d to %d, which this copy "

@@ -90,6 +90,16 @@ class TaskStores(Mapping[str, KeyValueStore]):
             store.begin(batch_id)
         self._batch = batch_id
 
+    def follow(self, batch_id: int) -> bool:
+        """As a standby copy: catch every store up from its changelog to the batches
+        before ``batch_id``, writing no changelog (:meth:`TaskStore.follow`); False if
+        one of them already reflects ``batch_id`` or later (an active copy: left alone)."""
+        if any(store.reflects(batch_id) for store in self._all()):
+            return False
+        for store in self._all():
+            store.follow(batch_id)
+        return True
+
     def __getitem__(self, name: str) -> KeyValueStore:
         try:
             return self._stores[name].kv

@@ -1,6 +1,7 @@
 """On a Spark standalone cluster (tools/spark_cluster.py: a master and 2 workers of one
 core, each with its own work and state directory): a stateful topology's tasks stay on the
-executor holding their stores, batch after batch, as the tasks' own metrics report."""
+executor holding their stores, batch after batch, as the tasks' own metrics report; with a
+standby copy, a killed executor's task moves onto it and replays at most a batch."""
 from __future__ import annotations
 
 import json
@@ -43,9 +44,12 @@ while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() <= 2:   # 2 
     time.sleep(0.2)
 ws = Workspace(Path({root!r}))
 # a relative state_dir lands in each executor's own work directory: one copy per machine
-app = Streams(wordcount_topology(), ws.config(state_dir="streamlib-state", num_partitions=4), spark=spark)
+app = Streams(wordcount_topology(), ws.config(state_dir="streamlib-state", num_partitions=4,
+                                              num_standby_replicas={standbys}), spark=spark)
 lines = []
 killed = None
+standbys_at_kill = None
+changelog_records = []   # task 1_0's, per batch
 
 
 def kill_executor_of(task):
@@ -66,16 +70,19 @@ def kill_executor_of(task):
 
 for batch in range({batches}):
     if batch == {kill_at}:
+        standbys_at_kill = app.metrics()["placement"].get("standbys")
         killed = kill_executor_of("1_0")
     chunk = [f"w{{(batch * 7 + i) % 40}} x{{i % 13}} shared" for i in range(300)]
     lines += chunk
     ws.produce("lines", [(None, line) for line in chunk], partitions=4)
     app.process_available()
+    changelog_records.append(app.metrics()["tasks"]["1_0"].get("changelog_records"))
 metrics = app.metrics()
 print(json.dumps({{"expected": python_count(lines),
                   "output": latest_per_key(ws.read("counts-out", value_serde=Serdes.long())),
                   "store": dict(app.store("counts").all()),
                   "placement": metrics["placement"], "killed": killed,
+                  "standbys_at_kill": standbys_at_kill, "changelog_records": changelog_records,
                   "tasks": metrics["tasks"]}}))
 app.stop()
 spark.stop()
@@ -88,13 +95,13 @@ def cluster(tmp_path):
         yield running
 
 
-def run_driver(cluster, root: Path, batches: int, kill_at: int = -1) -> dict:
+def run_driver(cluster, root: Path, batches: int, kill_at: int = -1, standbys: int = 0) -> dict:
     conf = {**TEST_CONF, "spark.executor.memory": "768m", "spark.executor.cores": "1", "spark.cores.max": "2",
             # A task waits this long for its executor when that one is busy before running
             # elsewhere: the 3 s default is too short on a loaded machine (moves).
             "spark.locality.wait.process": "60s"}
     script = textwrap.dedent(DRIVER.format(tests=TESTS, master=cluster.master_url, conf=conf, root=str(root),
-                                           batches=batches, kill_at=kill_at))
+                                           batches=batches, kill_at=kill_at, standbys=standbys))
     (root / "driver").mkdir(parents=True, exist_ok=True)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=1200,
                           cwd=root / "driver", env={**os.environ, "PYSPARK_PYTHON": sys.executable})
@@ -133,3 +140,25 @@ def test_tasks_of_a_killed_executor_move_once(cluster, tmp_path):
     assert all(executor != result["killed"] for executor in placement["executors"].values())
     after = [p for p in placement["passes"] if p["batch"] > 2]
     assert not any(p["moved"] for p in after), placement["passes"]
+
+
+@pytest.mark.skipif(not os.environ.get("CLUSTER_TEST_LONG"), reason="long: make cluster-test")
+def test_a_killed_executors_task_moves_onto_its_standby_and_catches_up_at_most_a_batch(cluster, tmp_path):
+    kill_at = 3
+    result = run_driver(cluster, tmp_path / "app", kill_at + 2, kill_at=kill_at, standbys=1)
+    assert result["output"] == result["expected"]
+    assert result["store"] == result["expected"]
+    # before the kill: task 1_0 had a standby on the other executor, caught up
+    # (process_available() returns once the round after its last batch is done)
+    at_kill = result["standbys_at_kill"]
+    assert at_kill["replicas"] == 1 and at_kill["rounds"] >= kill_at, at_kill
+    (standby,) = at_kill["tasks"]["1_0"]
+    assert standby["executor"] != result["killed"] and standby["lag"] == 0, at_kill
+    # the task moved once, onto that standby, and restored at most one batch of its changelog
+    # (without it: everything 1_0 logged in the batches before the kill)
+    moves = [m for m in result["placement"]["moved_tasks"] if m["task"] == "1_0"]
+    assert len(moves) == 1 and moves[0]["onto_standby"] and moves[0]["to"] == standby["executor"], moves
+    one_batch = max(result["changelog_records"][:kill_at])
+    assert moves[0]["restored_records"] <= one_batch < sum(result["changelog_records"][:kill_at]), \
+        (moves, result["changelog_records"])
+    assert all(executor != result["killed"] for executor in result["placement"]["executors"].values())

@@ -30,11 +30,11 @@ def test_no_executor_known_means_no_preference():
     assert choose_locations(["a", None], []) == [None, None]
 
 
-def _placement(monkeypatch, runs: list[list[str]]) -> StickyPlacement:
+def _placement(monkeypatch, runs: list[list[str]], standbys: int = 0) -> StickyPlacement:
     passes = iter(runs)
     monkeypatch.setattr(internals, "take_placement_runs", lambda spark, acc: next(passes))
     monkeypatch.setattr(internals, "placement_runs", lambda spark: object())
-    return StickyPlacement(spark=None)
+    return StickyPlacement(spark=None, standby_replicas=standbys)
 
 
 def test_runs_count_stays_and_moves(monkeypatch):
@@ -72,6 +72,36 @@ def test_no_placement_in_local_mode():
         sparkContext = Context()
 
     assert placement.wanted(Session()) is False
+
+
+def test_standbys_are_ignored_in_local_mode_with_a_log_line(caplog):
+    class Context:
+        master = "local[2]"
+
+    class Session:
+        sparkContext = Context()
+
+    with caplog.at_level("WARNING", logger="streamlib"):
+        assert StickyPlacement.start(Session(), standby_replicas=1) is None
+    assert "num_standby_replicas=1 ignored: local[2] runs every task in one executor" in caplog.text
+
+
+def test_a_move_says_whether_it_went_onto_a_standby(monkeypatch):
+    sticky = _placement(monkeypatch, [["1 0 0 h", "1 1 1 h"], ["1 0 1 h", "1 1 0 h"]], standbys=1)
+    sticky.record(0, {})
+    sticky.standbys.assigned = {"1_0": ["executor_h_1"], "1_1": ["executor_h_2"]}
+    sticky.record(1, {"1_0": {"restored_records": 3}, "1_1": {"restored_records": 40}})
+    assert sticky.summary()["moved_tasks"] == [
+        {"task": "1_0", "batch": 1, "from": "0", "to": "1", "onto_standby": True, "restored_records": 3},
+        {"task": "1_1", "batch": 1, "from": "1", "to": "0", "onto_standby": False, "restored_records": 40}]
+
+
+def test_standby_lag_is_reported_per_task_and_executor(monkeypatch):
+    sticky = _placement(monkeypatch, [], standbys=1)
+    sticky.offsets = {"1_0": {"counts": 50}}
+    sticky.standbys.assigned = {"1_0": ["executor_h_1"]}
+    sticky.standbys.copies = {"1_0": {"executor_h_1": {"offsets": {"counts": 45}, "batch": 3}}}
+    assert sticky.summary()["standbys"]["tasks"] == {"1_0": [{"executor": "1", "lag": 5, "batch": 3}]}
 
 
 def _classes(jar: Path) -> dict[str, bytes]:

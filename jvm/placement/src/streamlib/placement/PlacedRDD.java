@@ -32,13 +32,26 @@ public final class PlacedRDD extends RDD<InternalRow> {
     /** Names the stage in what {@link #compute} records. */
     private final String label;
     private final CollectionAccumulator<String> runs;
+    /**
+     * Shipped with the tasks: partition {@code i} yields its rows only on executor
+     * {@code only[i]} (null: anywhere), and none elsewhere. Standby catch-ups use it: one that
+     * Spark runs on another executor (its own was busy past the locality wait, or is gone)
+     * must not build a copy there.
+     */
+    private final String[] only;
 
     public PlacedRDD(RDD<InternalRow> rows, String label, String[] locations, CollectionAccumulator<String> runs) {
+        this(rows, label, locations, runs, null);
+    }
+
+    public PlacedRDD(RDD<InternalRow> rows, String label, String[] locations, CollectionAccumulator<String> runs,
+                     String[] only) {
         super(rows, ClassTag$.MODULE$.apply(InternalRow.class));
         this.rows = rows;
         this.label = label;
         this.locations = locations.clone();
         this.runs = runs;
+        this.only = only == null ? null : only.clone();
     }
 
     @Override
@@ -57,8 +70,12 @@ public final class PlacedRDD extends RDD<InternalRow> {
     @Override
     public scala.collection.Iterator<InternalRow> compute(Partition split, TaskContext context) {
         SparkEnv env = SparkEnv.get();
+        int index = split.index();
+        if (only != null && index < only.length && only[index] != null && !only[index].equals(env.executorId())) {
+            return scala.collection.Iterator$.MODULE$.empty();
+        }
         // "<label> <partition> <executor id> <host>": the driver maps partitions to stream tasks
-        runs.add(label + " " + split.index() + " " + env.executorId() + " " + env.blockManager().blockManagerId().host());
+        runs.add(label + " " + index + " " + env.executorId() + " " + env.blockManager().blockManagerId().host());
         return rows.iterator(split, context);
     }
 }

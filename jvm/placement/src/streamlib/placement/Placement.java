@@ -27,6 +27,21 @@ public final class Placement {
         return rows.sparkSession().internalCreateDataFrame(placed, rows.schema(), false);
     }
 
+    /**
+     * As {@link #place}, but partition {@code i} yields its rows only where it is placed: on
+     * the executor of {@code locations[i]} (anywhere else it yields none and records nothing).
+     */
+    public static Dataset<Row> placeOnly(Dataset<Row> rows, String label, String[] locations,
+                                         CollectionAccumulator<String> runs) {
+        String[] only = new String[locations.length];
+        for (int i = 0; i < locations.length; i++) {
+            // Spark's location executor_<host>_<executor id>
+            only[i] = locations[i] == null ? null : locations[i].substring(locations[i].lastIndexOf('_') + 1);
+        }
+        PlacedRDD placed = new PlacedRDD(rows.queryExecution().toRdd(), label, locations, runs, only);
+        return rows.sparkSession().internalCreateDataFrame(placed, rows.schema(), false);
+    }
+
     /** A new accumulator of the runs of placed partitions. */
     public static CollectionAccumulator<String> runs(SparkContext context, String name) {
         return context.collectionAccumulator(name);
