@@ -103,6 +103,10 @@ def choose_standbys(actives: list[Optional[str]], previous: list[list[str]], liv
     return chosen
 
 
+#: (Spark application, replicas) already told that their standby copies are ignored
+_IGNORED_SAID: set[tuple[str, int]] = set()
+
+
 def wanted(spark: SparkSession) -> bool:
     """Whether ``spark`` runs tasks on several executors and placement is not switched off."""
     if not _cluster(spark):
@@ -133,7 +137,9 @@ class StickyPlacement:
         of each task), None where it is not wanted or the JVM piece cannot be loaded (one
         log line: tasks then run wherever Spark likes, and keep no standbys)."""
         if not wanted(spark):
-            if standby_replicas:
+            said = (spark.sparkContext.applicationId, standby_replicas)
+            if standby_replicas and said not in _IGNORED_SAID:   # once per application, not per start
+                _IGNORED_SAID.add(said)
                 log.warning("streamlib: num_standby_replicas=%d ignored: %s", standby_replicas,
                             "placement is off (spark.streamlib.placement)" if _cluster(spark) else
                             f"{spark.sparkContext.master} runs every task in one executor, there is no "

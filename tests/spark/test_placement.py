@@ -74,16 +74,18 @@ def test_no_placement_in_local_mode():
     assert placement.wanted(Session()) is False
 
 
-def test_standbys_are_ignored_in_local_mode_with_a_log_line(caplog):
+def test_standbys_are_ignored_in_local_mode_with_a_log_line_once_per_application(caplog):
     class Context:
         master = "local[2]"
+        applicationId = "local-standbys-ignored"
 
     class Session:
         sparkContext = Context()
 
     with caplog.at_level("WARNING", logger="streamlib"):
         assert StickyPlacement.start(Session(), standby_replicas=1) is None
-    assert "num_standby_replicas=1 ignored: local[2] runs every task in one executor" in caplog.text
+        assert StickyPlacement.start(Session(), standby_replicas=1) is None   # the next query start
+    assert caplog.text.count("num_standby_replicas=1 ignored: local[2] runs every task in one executor") == 1
 
 
 def test_a_move_says_whether_it_went_onto_a_standby(monkeypatch):
