@@ -10,6 +10,9 @@ from streamlib.state.bounds import Bounds, within
 from streamlib.state.reads import KeyValue, KeyValueReads
 from streamlib.state.rocksdb import RocksDB
 
+#: entries read from a partition at a time: the first page is small (a probe or a
+#: short page of an HTTP scan reads little), later ones grow to the largest
+_FIRST_PAGE = 16
 _PAGE = 1024
 _ABSENT = object()
 
@@ -81,9 +84,10 @@ class ReplicaReads(KeyValueReads):
                         bounds: Bounds) -> Iterator[KeyValue]:
         lower, upper = bounds
         part = (self._store, partition)
+        size = _FIRST_PAGE
         while True:
-            page = list(islice(db.scan((lower, upper)), _PAGE))
-            full = len(page) == _PAGE
+            page = list(islice(db.scan((lower, upper)), size))
+            full = len(page) == size
             covered = (lower, page[-1][0] + b"\x00" if full else upper)
             fixes = version.corrections(part)
             if fixes:
@@ -92,6 +96,7 @@ class ReplicaReads(KeyValueReads):
             if not full:
                 return
             lower = covered[1]
+            size = min(2 * size, _PAGE)
 
     def approximate_num_entries(self) -> int:
         _, dbs = self._pin()
