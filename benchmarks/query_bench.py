@@ -6,9 +6,8 @@ committing and the query replicas keep applying them) while this measures, on th
 driver: point lookups (``app.store().get``, p50/p99/max), range scans of 1000 keys and
 one full scan (keys/s); then ``N`` concurrent HTTP clients (``--clients``, in another
 process so they do not share the application's GIL) each making ``--client-requests``
-point lookups on the endpoint (one connection per request, as the endpoint closes
-each), p50/p99/max; then ``app.table()`` and SQL aggregates over the 1M keys (Spark
-tasks read the store copies).
+point lookups on the endpoint (a new connection per request), p50/p99/max; then
+``app.table()`` and SQL aggregates over the 1M keys (Spark tasks read the store copies).
 
     .venv/bin/python benchmarks/query_bench.py [--keys 1000000] [--lookups 20000]
         [--clients 50] [--client-requests 20]

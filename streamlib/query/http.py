@@ -6,7 +6,8 @@ Routes (API.md): ``GET /stores`` (names and kinds), ``GET /stores/<store>/<key>`
 entries: ``GET /stores/<store>?from=a&to=m`` (a key-value store's entries, both bounds
 inclusive, either optional), ``GET /stores/<store>/<key>`` of a window store (with
 ``?time_from=&time_to=``) or a session store (the key's ``{"start", "end", "value"}``),
-``GET /stores/<store>`` of a window or session store (every entry, with its key).
+``GET /stores/<store>?from=a&to=m`` of a window or session store (the entries of keys
+in that range, with their key; a window store's with ``&time_from=&time_to=`` too).
 ``?after=<cursor>`` continues in the batch the first page read (:mod:`.paging`).
 400: bad parameters; 401: no valid bearer token; 404: unknown route, store or key; 410:
 expired cursor; 413: the answer is over its size budget; 503: the store is not
@@ -30,6 +31,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from streamlib.config import StreamsConfig, server_address
 from streamlib.processors.stores import query_view
+from streamlib.processors.stores.layout import KeyRange
 from streamlib.query.metrics import CONTENT_TYPE, ApplicationMetrics
 from streamlib.query.paging import Budget, Cursor, HttpError, PinnedVersions, scan_page
 from streamlib.query.reads import NotYetQueryable
@@ -177,26 +179,36 @@ class QueryServer:
                         {"WWW-Authenticate": 'Bearer realm="streamlib"'})
 
     def _scan(self, store: Any, query: dict, budget: Budget) -> dict:
-        """``GET /stores/<store>``: a page of a key-value store's entries from ``from`` to
-        ``to``, or of every entry of a window or session store."""
-        if store.kind is not StoreKind.KV:
-            _known(query, ("limit", "after"))
-            layout = self.queries.store(store.name).layout
-            every = prefix_bounds(layout.tag)
-            return self.page(store, query, every, every, _windowed_entries(keyed=True), budget)
-        _known(query, ("from", "to", "limit", "after"))
+        """``GET /stores/<store>``: a page of a store's entries with keys from ``from`` to
+        ``to`` (a window store's also with start from ``time_from`` to ``time_to``)."""
         serde = self._key_serde(store)
         lo, hi = (serde.serialize(self._key(query[b], serde)) if b in query else None for b in ("from", "to"))
-        return self.page(store, query, range_bounds(lo, hi), (None, None),
-                         lambda view: ({"key": k, "value": v} for k, v in view.all()), budget,
-                         upper_given="to" in query)
+        if store.kind is StoreKind.KV:
+            _known(query, ("from", "to", "limit", "after"))
+            return self.page(store, query, range_bounds(lo, hi), (None, None),
+                             lambda view: ({"key": k, "value": v} for k, v in view.all()), budget,
+                             upper_given="to" in query)
+        times: tuple[Optional[int], Optional[int]] = (None, None)
+        if store.kind is StoreKind.WINDOW:
+            _known(query, ("from", "to", "time_from", "time_to", "limit", "after"))
+            times = _times(query, None, None)
+        else:
+            _known(query, ("from", "to", "limit", "after"))
+        given = any(p in query for p in ("from", "to", "time_from", "time_to"))
+        layout = self.queries.store(store.name).layout
+        every = prefix_bounds(layout.tag)
+        return self.page(store, query, every, every, _windowed_entries(keyed=True), budget,
+                         layout=layout, keys=KeyRange(lo, hi, *times) if given else None, keys_given=given)
 
     def page(self, store: Any, query: dict, bounds: Bounds, scope: Bounds,
-             entries_of: Callable[[Any], Iterator[dict]], budget: Budget, upper_given: bool = False) -> dict:
-        """One page (``limit``, ``after``) of ``store``'s entries within raw ``bounds``, as
-        ``entries_of`` yields them from the typed query view over one page's reads. A
-        cursor must lie within ``scope`` (what the URL alone names: the store, or one of
-        its keys) and end at ``bounds``' upper end when the URL gives that end."""
+             entries_of: Callable[[Any], Iterator[dict]], budget: Budget, upper_given: bool = False,
+             layout: Any = None, keys: Optional[KeyRange] = None, keys_given: bool = False) -> dict:
+        """One page (``limit``, ``after``) of ``store``'s entries within raw ``bounds``
+        (and ``keys`` of a window or session store's ``layout``), as ``entries_of`` yields
+        them from the typed query view over one page's reads. A cursor must lie within
+        ``scope`` (what the URL alone names: the store, or one of its keys), end at
+        ``bounds``' upper end when the URL gives that end, and read the same ``keys``
+        when the URL gives them."""
         try:
             limit = int(query.get("limit", DEFAULT_LIMIT))
         except ValueError:
@@ -207,11 +219,13 @@ class QueryServer:
         if "after" in query:
             cursor = Cursor.decode(query["after"])
             if (cursor.store != store.name or not within(cursor.after, scope)
-                    or not _ends_within(cursor.upper, scope) or (upper_given and bounds[1] != cursor.upper)):
-                raise HttpError(400, "the cursor belongs to another scan (store, key or upper bound differ)")
+                    or not _ends_within(cursor.upper, scope) or (upper_given and bounds[1] != cursor.upper)
+                    or (cursor.keys is not None and layout is None) or (keys_given and cursor.keys != keys)):
+                raise HttpError(400, "the cursor belongs to another scan (store, key, range or upper bound differ)")
         config = self.queries.config
         return scan_page(lambda reads: entries_of(query_view(store, reads, config)),
-                         self.queries.reads(store.name), self.pins, store.name, bounds, cursor, limit, budget)
+                         self.queries.reads(store.name), self.pins, store.name, bounds, cursor, limit, budget,
+                         layout, keys)
 
     def _store_def(self, name: str) -> Any:
         d = self.queries.topology.stores.get(name)
@@ -283,17 +297,22 @@ def _get_key(server: QueryServer, store: Any, key: Any, text: str, query: dict, 
     return {"key": key, "value": value}
 
 
+def _times(query: dict, time_from: Optional[int], time_to: Optional[int]) -> tuple[Optional[int], Optional[int]]:
+    """``time_from`` and ``time_to`` (ms, inclusive) of the URL, the defaults if not given."""
+    try:
+        times = (int(query["time_from"]) if "time_from" in query else time_from,
+                 int(query["time_to"]) if "time_to" in query else time_to)
+    except ValueError:
+        raise HttpError(400, "time_from and time_to must be integers (ms)") from None
+    if None not in times and times[0] > times[1]:
+        raise HttpError(400, "time_from must not be after time_to")
+    return times
+
+
 def _fetch_windows(server: QueryServer, store: Any, key: Any, text: str, query: dict, budget: Budget) -> dict:
     """A page of the key's windows with start in ``[time_from, time_to]``, by start."""
     _known(query, ("time_from", "time_to", "limit", "after"))
-    try:
-        time_from = int(query.get("time_from", 0))
-        time_to = int(query.get("time_to", _MAX_TIME))
-    except ValueError:
-        raise HttpError(400, "time_from and time_to must be integers (ms)") from None
-    if time_from > time_to:
-        raise HttpError(400, "time_from must not be after time_to")
-    return _key_page(server, store, key, query, budget, (time_from, time_to), "time_to" in query)
+    return _key_page(server, store, key, query, budget, _times(query, 0, _MAX_TIME), "time_to" in query)
 
 
 def _fetch_sessions(server: QueryServer, store: Any, key: Any, text: str, query: dict, budget: Budget) -> dict:

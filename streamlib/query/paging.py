@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional, Sequence
 
+from streamlib.processors.stores.layout import KeyRange
 from streamlib.query.replica import Version
 from streamlib.state.reads import KeyValue, KeyValueReads
 
@@ -35,9 +36,13 @@ class HttpError(Exception):
 @dataclass(frozen=True)
 class Cursor:
     """Where a scan continues: after raw key ``after`` up to ``upper`` (exclusive), in
-    ``batch`` (``None``: a store without changelog, read live and not pinned).
+    ``batch`` (``None``: a store without changelog, read live and not pinned), within
+    ``keys`` (a window or session store's key range, ``None``: every raw key).
 
     >>> c = Cursor("counts", 7, b"k\\x01", None)
+    >>> Cursor.decode(c.encode()) == c
+    True
+    >>> c = Cursor("windows", 7, b"w", None, KeyRange(b"a", None, 0, 99))
     >>> Cursor.decode(c.encode()) == c
     True
     """
@@ -46,29 +51,40 @@ class Cursor:
     batch: Optional[int]
     after: bytes
     upper: Optional[bytes]
+    keys: Optional[KeyRange] = None
 
     def encode(self) -> str:
-        raw = json.dumps([self.store, self.batch, _b64(self.after),
-                          None if self.upper is None else _b64(self.upper)], separators=(",", ":"))
+        fields = [self.store, self.batch, _b64(self.after), _b64(self.upper)]
+        if self.keys is not None:
+            k = self.keys
+            fields.append([_b64(k.lo), _b64(k.hi), k.time_from, k.time_to])
+        raw = json.dumps(fields, separators=(",", ":"))
         return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
     @classmethod
     def decode(cls, text: str) -> "Cursor":
         try:
             raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-            store, batch, after, upper = json.loads(raw)
-            return cls(str(store), None if batch is None else int(batch), _unb64(after),
-                       None if upper is None else _unb64(upper))
+            store, batch, after, upper, *rest = json.loads(raw)
+            keys = None
+            if rest:
+                lo, hi, time_from, time_to = rest[0]
+                keys = KeyRange(_unb64(lo), _unb64(hi), _int(time_from), _int(time_to))
+            return cls(str(store), _int(batch), base64.b64decode(after, validate=True), _unb64(upper), keys)
         except (ValueError, TypeError) as exc:
             raise HttpError(400, f"bad cursor {text[:40]!r}: {exc}") from None
 
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
+def _b64(data: Optional[bytes]) -> Optional[str]:
+    return None if data is None else base64.b64encode(data).decode()
 
 
-def _unb64(text: str) -> bytes:
-    return base64.b64decode(text, validate=True)
+def _unb64(text: Optional[str]) -> Optional[bytes]:
+    return None if text is None else base64.b64decode(text, validate=True)
+
+
+def _int(value: Any) -> Optional[int]:
+    return None if value is None else int(value)
 
 
 class PinnedVersions:
@@ -110,6 +126,9 @@ class Budget:
         if size > self.max_bytes:
             raise HttpError(413, f"the answer exceeds {self.max_bytes} bytes; ask for fewer entries "
                                  "(a smaller limit or a narrower range)")
+        self.check_time()
+
+    def check_time(self) -> None:
         if self._clock() > self._deadline:
             raise HttpError(503, f"the request took longer than {self.seconds:g} s; ask for fewer "
                                  "entries (a smaller limit or a narrower range)", {"Retry-After": "1"})
@@ -117,14 +136,20 @@ class Budget:
 
 class PageReads(KeyValueReads):
     """``reads`` restricted to raw ``bounds`` at ``version`` (``None``: as read now),
-    noting the raw key of the last entry read and the bytes read so far, so a typed
-    view's scan over it (a key-value view's ``all()``, a windowed view's ``stored()``)
-    yields one page's entries in stored order, whatever range the view asks for."""
+    and to ``keys`` of a window or session store's ``layout`` when given, noting the
+    raw key of the last entry read and the bytes read so far, so a typed view's scan
+    over it (a key-value view's ``all()``, a windowed view's ``stored()``) yields one
+    page's entries in stored order, whatever range the view asks for. Reading checks
+    ``budget``'s time now and then (entries outside ``keys``' times are skipped)."""
 
-    def __init__(self, reads: Any, version: Optional[Version], bounds: Bounds):
+    def __init__(self, reads: Any, version: Optional[Version], bounds: Bounds, budget: Budget,
+                 layout: Any = None, keys: Optional[KeyRange] = None):
         self._reads = reads
         self._version = version
         self._bounds = bounds
+        self._budget = budget
+        self._layout = layout
+        self._keys = keys
         self.last_key: Optional[bytes] = None
         self.bytes_read = 0
 
@@ -134,24 +159,42 @@ class PageReads(KeyValueReads):
     def approximate_num_entries(self) -> int:
         return self._reads.approximate_num_entries()
 
+    def _between(self, bounds: Bounds) -> Iterator[KeyValue]:
+        if self._version is not None:
+            return self._reads.scan_at(self._version, bounds)
+        return self._reads.between(*bounds)
+
     def _scan(self, bounds: Bounds) -> Iterator[KeyValue]:
-        lower, upper = self._bounds
-        pairs = (self._reads.scan_at(self._version, (lower, upper)) if self._version is not None
-                 else self._reads.between(lower, upper))
+        if self._keys is None:
+            pairs = self._between(self._bounds)
+        else:
+            pairs = self._layout.scan_range(self._timed(self._between), self._keys, self._bounds)
         for key, value in pairs:
             self.last_key = key
             self.bytes_read += len(key) + len(value)
             yield key, value
 
+    def _timed(self, between: Callable[[Bounds], Iterator[KeyValue]]) -> Callable[[Bounds], Iterator[KeyValue]]:
+        """``between``, checking the time budget every 256 entries it reads."""
+        def scan(bounds: Bounds) -> Iterator[KeyValue]:
+            for i, pair in enumerate(between(bounds)):
+                if i % 256 == 255:
+                    self._budget.check_time()
+                yield pair
+        return scan
+
 
 def scan_page(entries_of: Callable[[KeyValueReads], Iterator[dict]], reads: Any, pins: PinnedVersions,
-              store: str, bounds: Bounds, cursor: Optional[Cursor], limit: int, budget: Budget) -> dict:
-    """One page of ``store``'s entries within raw ``bounds`` (or continuing ``cursor``):
-    ``{"entries": [...], "next": cursor or None}``, the entries as ``entries_of`` (the
-    JSON entries of a typed scan over the reads it is given) yields them."""
+              store: str, bounds: Bounds, cursor: Optional[Cursor], limit: int, budget: Budget,
+              layout: Any = None, keys: Optional[KeyRange] = None) -> dict:
+    """One page of ``store``'s entries within raw ``bounds`` and ``keys`` of a window or
+    session store's ``layout`` (or continuing ``cursor``): ``{"entries": [...], "next":
+    cursor or None}``, the entries as ``entries_of`` (the JSON entries of a typed scan
+    over the reads it is given) yields them."""
     version = None
     if cursor is not None:
         bounds = (cursor.after + b"\x00", cursor.upper)
+        keys = cursor.keys
         if cursor.batch is not None:
             version = pins.find(cursor.batch)
             if version is None:
@@ -162,7 +205,7 @@ def scan_page(entries_of: Callable[[KeyValueReads], Iterator[dict]], reads: Any,
                 version = published
     elif hasattr(reads, "pin_version"):
         version = reads.pin_version()
-    page = PageReads(reads, version, bounds)
+    page = PageReads(reads, version, bounds, budget, layout, keys)
     entries: list[dict] = []
     items = iter(entries_of(page))
     last: Optional[bytes] = None
@@ -180,4 +223,4 @@ def scan_page(entries_of: Callable[[KeyValueReads], Iterator[dict]], reads: Any,
     if version is not None:
         pins.hold(version)
     batch = None if version is None else version.batch
-    return {"entries": entries, "next": Cursor(store, batch, last, bounds[1]).encode()}
+    return {"entries": entries, "next": Cursor(store, batch, last, bounds[1], keys).encode()}

@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from itertools import islice
 from typing import Callable, Iterator, Optional, Sequence
 
 from streamlib.query.replica import StoreReplicas, Version
-from streamlib.state.bounds import Bounds, within
+from streamlib.state.bounds import Bounds
 from streamlib.state.reads import KeyValue, KeyValueReads
 from streamlib.state.rocksdb import RocksDB
 
+#: entries read from a partition at a time: the first page is small (a probe or a
+#: short page of an HTTP scan reads little), later ones grow to the largest
+_FIRST_PAGE = 16
 _PAGE = 1024
 _ABSENT = object()
 
@@ -81,30 +85,36 @@ class ReplicaReads(KeyValueReads):
                         bounds: Bounds) -> Iterator[KeyValue]:
         lower, upper = bounds
         part = (self._store, partition)
+        size = _FIRST_PAGE
         while True:
-            page = list(islice(db.scan((lower, upper)), _PAGE))
-            full = len(page) == _PAGE
+            page = list(islice(db.scan((lower, upper), size), size))
+            full = len(page) == size
             covered = (lower, page[-1][0] + b"\x00" if full else upper)
-            fixes = version.corrections(part)
+            fixes = version.sorted_corrections(part)
             if fixes:
                 page = _corrected(page, fixes, covered)
             yield from page
             if not full:
                 return
             lower = covered[1]
+            size = min(2 * size, _PAGE)
 
     def approximate_num_entries(self) -> int:
         _, dbs = self._pin()
         return sum(db.approximate_num_entries() for _, db in dbs)
 
 
-def _corrected(page: list[KeyValue], fixes: list[dict], covered: Bounds) -> list[KeyValue]:
-    """``page`` (keys within ``covered``, as read now) at the pinned version."""
+def _corrected(page: list[KeyValue], fixes: list[tuple[list[bytes], dict]], covered: Bounds) -> list[KeyValue]:
+    """``page`` (keys within ``covered``, as read now) at the pinned version, ``fixes``
+    the undo records of the later versions with their keys in order."""
+    lower, upper = covered
     older: dict[bytes, Optional[bytes]] = {}
-    for undo in fixes:
-        for key, value in undo.items():
-            if key not in older and within(key, covered):
-                older[key] = value
+    for keys, undo in fixes:
+        start = 0 if lower is None else bisect_left(keys, lower)
+        stop = len(keys) if upper is None else bisect_left(keys, upper)
+        for key in keys[start:stop]:
+            if key not in older:
+                older[key] = undo[key]
     if not older:
         return page
     entries = dict(page)

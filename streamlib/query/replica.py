@@ -50,26 +50,33 @@ class Version:
     """One published state of every replica: what the application had committed after
     ``batch`` (-1: before any batch this process saw).
 
-    ``undo`` is set (after ``next``) once the next version starts being written: per
-    partition, the values at this version of the keys the next version changes.
+    ``undo`` is set (after ``next`` and ``undo_keys``, each partition's undo keys in
+    order) once the next version starts being written: per partition, the values at
+    this version of the keys the next version changes.
     """
 
-    __slots__ = ("batch", "offsets", "undo", "next", "__weakref__")
+    __slots__ = ("batch", "offsets", "undo", "undo_keys", "next", "__weakref__")
 
     def __init__(self, batch: int, offsets: Offsets):
         self.batch = batch
         self.offsets = offsets
         self.undo: Optional[dict[Part, dict[bytes, Optional[bytes]]]] = None
+        self.undo_keys: dict[Part, list[bytes]] = {}
         self.next: Optional[Version] = None
 
     def corrections(self, part: Part) -> list[dict[bytes, Optional[bytes]]]:
         """Undo records of ``part`` from this version on, oldest first: the first one
         holding a key has its value at this version."""
+        return [undo for _, undo in self.sorted_corrections(part)]
+
+    def sorted_corrections(self, part: Part) -> list[tuple[list[bytes], dict[bytes, Optional[bytes]]]]:
+        """:meth:`corrections`, each with its keys in order (a scan of a range looks up
+        the keys within it instead of reading every record)."""
         found, version = [], self
         while version.undo is not None:
             undo = version.undo.get(part)
             if undo:
-                found.append(undo)
+                found.append((version.undo_keys[part], undo))
             version = version.next
         return found
 
@@ -250,7 +257,8 @@ class StoreReplicas:
         if current is not None:
             undo = {part: dict(zip(delta, self._dbs[part[0]][part[1]].get_many(list(delta))))
                     for part, (delta, _, _) in deltas.items()}
-            current.next = new      # next before undo: a reader that sees undo can walk on
+            current.undo_keys = {part: sorted(records) for part, records in undo.items()}
+            current.next = new      # next and keys before undo: a reader that sees undo can walk on
             current.undo = undo
             for (store, partition), (delta, resume, epoch) in deltas.items():
                 self._dbs[store][partition].write(delta.items(), _applied_meta(resume, epoch))

@@ -165,18 +165,21 @@ class RocksDB:
     def get(self, key: bytes) -> Optional[bytes]:
         return self._db.get(key)
 
-    def scan(self, bounds: Bounds) -> Iterator[tuple[bytes, bytes]]:
-        """Data entries within ``bounds`` in key order, read in pages."""
+    def scan(self, bounds: Bounds, first_page: int = _SCAN_PAGE) -> Iterator[tuple[bytes, bytes]]:
+        """Data entries within ``bounds`` in key order, read in pages (the first of
+        ``first_page`` entries, for a caller that wants only a few)."""
         lower, upper = bounds
+        size = first_page
         while True:
             opts = ReadOptions()
             if upper is not None:
                 opts.set_iterate_upper_bound(upper)
-            page = list(islice(self._db.items(from_key=lower, read_opt=opts), _SCAN_PAGE))
+            page = list(islice(self._db.items(from_key=lower, read_opt=opts), size))
             yield from page
-            if len(page) < _SCAN_PAGE:
+            if len(page) < size:
                 return
             lower = page[-1][0] + b"\x00"
+            size = _SCAN_PAGE
 
     def scan_reverse(self, bounds: Bounds) -> Iterator[tuple[bytes, bytes]]:
         """Data entries within ``bounds`` in *descending* key order: one seek-for-prev to

@@ -233,7 +233,64 @@ def test_a_window_store_scan_is_paged_in_one_batch_instead_of_refused(endpoint):
         {"key": k, "start": t, "end": t + WINDOW_MS, "value": 1} for k in keys for t in (0, WINDOW_MS)]
     entries = _pages(e, "/stores/windows?limit=7", e.get("/stores/windows?limit=7")[1])
     assert len(entries) == 30 + 20 + 1 and {x["value"] for x in entries if x["start"] == 0} == {3}
-    assert e.get("/stores/windows?from=a")[0] == 400   # key ranges are for key-value stores
+
+
+#: keys of different lengths, prefixes of each other: in ["ab", "b"] by bytes are ab, abc, abcdef, b
+RANGE_KEYS = ["a", "aa", "ab", "abc", "b", "b0", "ba", "bb", "c", "abcdef"]
+
+
+def _windowed(keys, starts, value) -> list[dict]:
+    """Entries of a window store scan: per key (stored order: by length, then bytes), per start."""
+    ordered = sorted(keys, key=lambda k: (len(k), k))
+    return [{"key": k, "start": t, "end": t + WINDOW_MS, "value": value} for k in ordered for t in starts]
+
+
+def test_window_key_ranges_are_the_keys_between_the_bounds_paged_in_one_batch(endpoint):
+    e = endpoint("windows", application_server_cursor_ttl=timedelta(seconds=60))
+    starts = (0, WINDOW_MS, 2 * WINDOW_MS)
+    e.commit_entries(0, _windows(RANGE_KEYS, starts, 1))
+    status, page, _ = e.get("/stores/windows?from=ab&to=b&limit=2")
+    assert status == 200 and page["entries"] == _windowed(["b"], starts, 1)[:2]
+    # batch 1 changes every window, deletes the key "abc"'s and adds "abd" in the range
+    e.commit_entries(1, {**_windows(RANGE_KEYS, starts, 2), **_windows(["abc"], starts, None),
+                         **_windows(["abd"], starts, 2)})
+    assert _pages(e, "/stores/windows?limit=2", page) == _windowed(["ab", "abc", "abcdef", "b"], starts, 1)
+    # a new scan reads batch 1; time_from/time_to select window starts, both inclusive
+    _, page, _ = e.get("/stores/windows?from=ab&to=b")
+    assert page == {"entries": _windowed(["ab", "abd", "abcdef", "b"], starts, 2), "next": None}
+    _, page, _ = e.get(f"/stores/windows?from=ab&to=b&time_from={WINDOW_MS}&time_to={WINDOW_MS}")
+    assert page["entries"] == _windowed(["ab", "abd", "abcdef", "b"], [WINDOW_MS], 2)
+    _, page, _ = e.get("/stores/windows?from=b&limit=1000")   # to open: up to the largest
+    assert page["entries"] == _windowed(["b", "c", "b0", "ba", "bb"], starts, 2)
+    _, page, _ = e.get("/stores/windows?to=aa")
+    assert page["entries"] == _windowed(["a", "aa"], starts, 2)
+    assert e.get("/stores/windows?from=c&to=b")[1] == {"entries": [], "next": None}
+    # a cursor continues its own range only
+    _, page, _ = e.get("/stores/windows?from=ab&to=b&limit=4")
+    assert e.get(f"/stores/windows?from=ab&to=b&after={page['next']}")[0] == 200
+    assert e.get(f"/stores/windows?from=a&to=b&after={page['next']}")[0] == 400
+    assert e.get(f"/stores/windows?from=ab&to=b&time_to=5&after={page['next']}")[0] == 400
+    assert e.get(f"/stores/windows/b?after={page['next']}")[0] == 400
+    assert e.get("/stores/windows?time_from=9&time_to=1")[0] == 400
+
+
+def test_session_key_ranges_are_the_keys_between_the_bounds_paged_in_one_batch(endpoint):
+    e = endpoint("sessions", application_server_cursor_ttl=timedelta(seconds=60))
+    e.commit_entries(0, {k: _session(k, 0, 10, 1) + _session(k, 100, 150, 1) for k in RANGE_KEYS})
+    status, page, _ = e.get("/stores/sessions?from=ab&to=b&limit=3")
+    assert status == 200 and page["entries"] == [{"key": "b", "start": 0, "end": 10, "value": 1},
+                                                 {"key": "b", "start": 100, "end": 150, "value": 1},
+                                                 {"key": "ab", "start": 0, "end": 10, "value": 1}]
+    e.commit_entries(1, {"ab": _session("ab", 100, 150, None), "abc": _session("abc", 0, 10, 5)})
+    entries = _pages(e, "/stores/sessions?limit=3", page)
+    assert [(x["key"], x["start"]) for x in entries] == [("b", 0), ("b", 100), ("ab", 0), ("ab", 100),
+                                                         ("abc", 0), ("abc", 100), ("abcdef", 0), ("abcdef", 100)]
+    assert {x["value"] for x in entries} == {1}
+    _, page, _ = e.get("/stores/sessions?from=ab&to=b")
+    assert [(x["key"], x["start"], x["value"]) for x in page["entries"]] == [
+        ("b", 0, 1), ("b", 100, 1), ("ab", 0, 1), ("abc", 0, 5), ("abc", 100, 1), ("abcdef", 0, 1),
+        ("abcdef", 100, 1)]
+    assert e.get("/stores/sessions?from=a&time_from=0")[0] == 400   # sessions: keys only
 
 
 def test_sessions_are_pages_a_cursor_expires_and_budgets_hold(endpoint):

@@ -17,10 +17,11 @@ numeric order for negative times too.
 from __future__ import annotations
 
 import struct
-from typing import Iterator, Optional
+from dataclasses import dataclass
+from typing import Callable, Iterator, Optional
 
 from ...state.bounds import Bounds, prefix_bounds
-from ...state.reads import KeyValueReads
+from ...state.reads import KeyValue, KeyValueReads
 
 Slot = tuple[int, ...]
 INDEX_TAG = b"t"
@@ -41,6 +42,22 @@ def decode_time(data: bytes, offset: int = 0) -> int:
 def _after(t: Optional[int]) -> Optional[bytes]:
     """Encoded ``t + 1``: the exclusive upper bound of times ``<= t`` (None: unbounded)."""
     return None if t is None or t >= _MAX_TIME else encode_time(t + 1)
+
+
+@dataclass(frozen=True)
+class KeyRange:
+    """Entries whose serialized key is in ``[lo, hi]`` (byte order, as Kafka's key ranges)
+    and whose first time (window start, session end) is in ``[time_from, time_to]``;
+    ``None``: open."""
+
+    lo: Optional[bytes] = None
+    hi: Optional[bytes] = None
+    time_from: Optional[int] = None
+    time_to: Optional[int] = None
+
+    def times(self, first: int) -> bool:
+        return ((self.time_from is None or first >= self.time_from)
+                and (self.time_to is None or first <= self.time_to))
 
 
 class Layout:
@@ -89,6 +106,19 @@ class Layout:
         after = _after(hi)
         return lower, prefix_bounds(stem)[1] if after is None else stem + after
 
+    def length_bounds(self, n: int, lo: Optional[bytes], hi: Optional[bytes]) -> Optional[Bounds]:
+        """Data entries whose key has ``n`` bytes and lies in ``[lo, hi]`` (byte order,
+        None: open), or None when no such key can exist. Keys of one length are stored
+        in byte order, so they are one range: from ``lo`` (when ``lo`` is longer than
+        ``n``: past keys ``== lo[:n]``, which sort before ``lo``) to ``hi`` (when ``hi``
+        is shorter: before keys starting with ``hi``, which sort after it)."""
+        stem = self.tag + _LEN.pack(n)
+        end = prefix_bounds(stem)[1]   # the data tag is not 0xff: never None
+        lower = stem if lo is None else stem + lo if len(lo) <= n else prefix_bounds(stem + lo[:n])[1]
+        upper = end if hi is None else stem + hi if len(hi) < n else prefix_bounds(stem + hi[:n])[1]
+        upper = min(upper, end)
+        return (lower, upper) if lower < upper else None
+
     def index_bounds(self, lo: Optional[int] = None, hi: Optional[int] = None) -> Bounds:
         """Index entries whose first time is in ``[lo, hi]`` (None: open)."""
         lower = INDEX_TAG if lo is None else INDEX_TAG + encode_time(lo)
@@ -108,6 +138,36 @@ class Layout:
         of ``kb`` with first time ``<= hi``, so reading the first costs one seek."""
         for dk, raw in reads.between_reversed(*self.key_bounds(kb, lo, hi)):
             yield dk, self.parse_data(dk)[1], raw
+
+    def scan_range(self, between: Callable[[Bounds], Iterator[KeyValue]], keys: KeyRange,
+                   bounds: Bounds = (None, None)) -> Iterator[KeyValue]:
+        """Raw data entries ``(data key, value)`` within ``keys`` and raw ``bounds``, in
+        stored order (key length, key bytes, slot), read with ``between`` (a scan of
+        raw bounds): per key length present, a probe finds it (the first entry at or
+        after the current position) and one range scan reads its :meth:`length_bounds`,
+        so the keys outside the range are skipped by seeks, not read."""
+        every = prefix_bounds(self.tag)
+        pos = max(bounds[0] or every[0], every[0])
+        stop = every[1] if bounds[1] is None else min(bounds[1], every[1])
+        while pos < stop:
+            probe = between((pos, stop))
+            first = next(probe, None)
+            if first is None:
+                return
+            n = _LEN.unpack_from(first[0], len(self.tag))[0]
+            found = self.length_bounds(n, keys.lo, keys.hi)
+            if found is not None:
+                lower, upper = max(found[0], pos), min(found[1], stop)
+                if first[0] >= lower:   # the probe is already there
+                    pairs = _chain(first, probe)
+                else:
+                    pairs = between((lower, upper)) if lower < upper else iter(())
+                for dk, raw in pairs:
+                    if dk >= upper:
+                        break
+                    if keys.times(decode_time(dk, len(self.tag) + 4 + n)):
+                        yield dk, raw
+            pos = prefix_bounds(self.tag + _LEN.pack(n))[1]
 
     def scan_index(self, reads: KeyValueReads, lo: Optional[int] = None,
                    hi: Optional[int] = None) -> Iterator[tuple[bytes, Slot]]:
@@ -136,6 +196,11 @@ class Layout:
         entries = [(kb, slot, raw) for (kb, slot), raw in zip(found, raws) if raw is not None]
         entries.sort(key=time_order)
         return entries
+
+
+def _chain(first: KeyValue, rest: Iterator[KeyValue]) -> Iterator[KeyValue]:
+    yield first
+    yield from rest
 
 
 def time_order(entry: tuple) -> tuple:
