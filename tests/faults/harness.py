@@ -59,8 +59,7 @@ class Outcome:
                          self.restart_seconds, self.phases, self.compared, len(self.failures), self.damage)
 
     def entry(self) -> dict:
-        """This outcome as one run-log line (``run: "damage"``: a damage run of
-        :mod:`log_faults` or :mod:`kafka_faults`, which ``table_from_log`` shows as a row)."""
+        """A damage run's (:mod:`log_faults`, :mod:`kafka_faults`) line in the run log."""
         return {"topology": self.topology, "run": "damage", "kills": self.kills, "restarts": self.restarts,
                 "records": self.records, "mismatches": self.mismatches[:50],
                 "failures": [f[:300] for f in self.failures], "compared": self.compared,
@@ -81,17 +80,14 @@ def last_error_line(ended: str) -> str:
     return lines[-1].strip() if lines else ended
 
 
-def _damage_cell(damage: dict[str, int]) -> str:
-    return ", ".join(f"{kind[:90]} {n}".replace("|", "/") for kind, n in sorted(damage.items())) or "-"
-
-
 def table_row(topology: str, kills: int, restarts: int, records: int, mismatches: int,
               restart_seconds: list[float], phases: dict[str, list[float]], compared: bool = True,
               failures: int = 0, damage: dict[str, int] | None = None) -> str:
     split = " / ".join(f"{_mean(phases.get(p, [])):.0f}" for p in ("session", "app", "first-batch"))
     checked = "" if compared else " (not compared yet: run cut short)"
+    damaged = ", ".join(f"{kind[:90]} {n}".replace("|", "/") for kind, n in sorted((damage or {}).items()))
     return (f"| {topology} | {kills} | {restarts} | {records} | {mismatches}{checked} | {failures} | "
-            f"{_mean(restart_seconds):.0f} s ({split} s) | {_damage_cell(damage or {})} |")
+            f"{_mean(restart_seconds):.0f} s ({split} s) | {damaged or '-'} |")
 
 
 def produce_inputs(workdir: Path, spec: FaultTopology, seed: int) -> int:
