@@ -56,7 +56,14 @@ class Outcome:
 
     def row(self) -> str:
         return table_row(self.topology, self.kills, self.restarts, self.records, len(self.mismatches),
-                         self.restart_seconds, self.phases, self.compared, len(self.failures))
+                         self.restart_seconds, self.phases, self.compared, len(self.failures), self.damage)
+
+    def entry(self) -> dict:
+        """A damage run's (:mod:`log_faults`, :mod:`kafka_faults`) line in the run log."""
+        return {"topology": self.topology, "run": "damage", "kills": self.kills, "restarts": self.restarts,
+                "records": self.records, "mismatches": self.mismatches[:50],
+                "failures": [f[:300] for f in self.failures], "compared": self.compared,
+                "points": dict(self.points), "damage_totals": dict(self.damage)}
 
 
 def _mean(values: list[float]) -> float:
@@ -64,16 +71,23 @@ def _mean(values: list[float]) -> float:
 
 
 TABLE_HEAD = ("| topology | kills | restarts | records | mismatches | failed runs | restart time: mean to "
-              "first commit (JVM up / app built / first batch) |\n|---|---|---|---|---|---|---|")
+              "first commit (JVM up / app built / first batch) | damage |\n|---|---|---|---|---|---|---|---|")
+
+
+def last_error_line(ended: str) -> str:
+    """The error a failed run's stderr ends with (``streamlib.<module>.<Error>: ...``)."""
+    lines = [line for line in ended.splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ended
 
 
 def table_row(topology: str, kills: int, restarts: int, records: int, mismatches: int,
               restart_seconds: list[float], phases: dict[str, list[float]], compared: bool = True,
-              failures: int = 0) -> str:
+              failures: int = 0, damage: dict[str, int] | None = None) -> str:
     split = " / ".join(f"{_mean(phases.get(p, [])):.0f}" for p in ("session", "app", "first-batch"))
     checked = "" if compared else " (not compared yet: run cut short)"
+    damaged = ", ".join(f"{kind[:90]} {n}".replace("|", "/") for kind, n in sorted((damage or {}).items()))
     return (f"| {topology} | {kills} | {restarts} | {records} | {mismatches}{checked} | {failures} | "
-            f"{_mean(restart_seconds):.0f} s ({split} s) |")
+            f"{_mean(restart_seconds):.0f} s ({split} s) | {damaged or '-'} |")
 
 
 def produce_inputs(workdir: Path, spec: FaultTopology, seed: int) -> int:
@@ -473,9 +487,14 @@ def table_from_log(log: Path) -> str:
     for entry in map(json.loads, filter(None, log.read_text().splitlines())):
         row = rows.setdefault(entry["topology"], dict(kills=0, restarts=0, records=0, mismatches=0,
                                                       restart_seconds=[], phases=defaultdict(list),
-                                                      compared=False, failures=0))
+                                                      compared=False, failures=0, damage={}))
         row["records"] = max(row["records"], entry.get("records", 0))
         if entry["run"] == "reference":
+            continue
+        if entry["run"] == "damage":
+            row.update(kills=entry["kills"], restarts=entry["restarts"], mismatches=len(entry["mismatches"]),
+                       failures=len(entry["failures"]), compared=entry["compared"],
+                       damage=entry["damage_totals"])
             continue
         if entry.get("ended") == "killed":
             row["kills"] += 1
@@ -492,7 +511,16 @@ def table_from_log(log: Path) -> str:
         if entry["run"] == "final":
             row["mismatches"] += len(entry["mismatches"])
             row["compared"] = entry["ended"] == "done"
+            row["damage"] = entry.get("damage_totals", {})
     return "\n".join([TABLE_HEAD] + [table_row(name, **row) for name, row in rows.items()])
+
+
+def share_of(stop: float | None, topologies_left: int) -> float | None:
+    """When the next topology's kills stop: an equal share of the time left to ``stop``."""
+    if stop is None:
+        return None
+    now = time.time()
+    return now + max(0.0, stop - now) / max(1, topologies_left)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -542,18 +570,26 @@ def main(argv: list[str] | None = None) -> int:
         from dataclasses import replace
 
         registry = {n: replace(s, inputs=partial(s.inputs, n=args.records)) for n, s in REGISTRY.items()}
-    for name in args.topology or list(registry):
-        runs = [lambda: fault_run(registry[name], root / name, args.kills, args.seed, verbose=True, log=log,
-                                  stop_killing_at=stop)] if args.kills else []
-        runs += [lambda kind=kind: (broker_restart_run if kind == BROKER_RESTART else partial(log_damage_run, kind=kind))(
-                     registry[name], root / f"{name}-{kind}", seed=args.seed) for kind in kinds]
-        for run in runs:
-            outcome = run()
-            outcomes.append(outcome)
-            print(f"{outcome.topology}: kills by point {dict(outcome.points)}, damage {dict(outcome.damage)}",
-                  flush=True)
-            for problem in outcome.mismatches[:20] + outcome.failures[:5]:
-                print(f"  {'MISMATCH' if problem in outcome.mismatches else 'FAILED RUN'} {problem}", flush=True)
+    names = args.topology or list(registry)
+    # The damage runs first (a fixed number of runs), then the kills: with a time box,
+    # each topology's kills get an equal share of the time left, so that a time-boxed
+    # run kills every topology, not only the first.
+    damage_runs = [partial(broker_restart_run if kind == BROKER_RESTART else partial(log_damage_run, kind=kind),
+                           registry[name], root / f"{name}-{kind}", seed=args.seed)
+                   for name in names for kind in kinds]
+    kill_runs = [lambda i=i, name=name: fault_run(registry[name], root / name, args.kills, args.seed,
+                                                  verbose=True, log=log,
+                                                  stop_killing_at=share_of(stop, len(names) - i))
+                 for i, name in enumerate(names)] if args.kills else []
+    for run in damage_runs + kill_runs:
+        outcome = run()
+        outcomes.append(outcome)
+        if run in damage_runs:  # a kill run logs each of its runs itself
+            _log(log, outcome.entry(), verbose=True)
+        print(f"{outcome.topology}: kills by point {dict(outcome.points)}, damage {dict(outcome.damage)}",
+              flush=True)
+        for problem in outcome.mismatches[:20] + outcome.failures[:5]:
+            print(f"  {'MISMATCH' if problem in outcome.mismatches else 'FAILED RUN'} {problem}", flush=True)
     print(TABLE_HEAD)
     for outcome in outcomes:
         print(outcome.row())

@@ -8,18 +8,21 @@ shutdown, or SIGKILL) and starts it again on the same port and data. The run mus
 on and end exact, or stop with streamlib's own error (naming what it could not reach;
 a bare traceback counts as a failed run); it is then restarted, as a user would; the
 outputs a ``read_committed`` reader sees and the stores are compared with a
-failure-free run on the embedded log. Only the broker this module started is ever
-stopped.
+failure-free run on the embedded log. Then the state directory is deleted and the
+topology runs once more, restoring every store from its changelog on the broker, before
+the comparison. Only the broker this module started is ever stopped.
 """
 from __future__ import annotations
 
 import random
+import shutil
 import sys
 import threading
 import time
 from pathlib import Path
 
-from harness import HERE, Outcome, _commits, compare, produce_inputs, reference_run, run_once
+from harness import (HERE, Outcome, _commits, compare, last_error_line, produce_inputs, reference_run,
+                     run_once)
 from runner import BOOTSTRAP_FILE
 from topologies import FaultTopology
 
@@ -76,12 +79,6 @@ def _restart_after_a_commit(workdir: Path, broker: Broker, rng: random.Random, d
                   f"down {down:.0f} s")
 
 
-def _last_line(ended: str) -> str:
-    """The error a failed run's stderr ends with (``streamlib.<module>.<Error>: ...``)."""
-    lines = [line for line in ended.splitlines() if line.strip()]
-    return lines[-1].strip() if lines else ended
-
-
 def broker_restart_run(spec: FaultTopology, root: Path, seed: int = 0, spark=None) -> Outcome:
     """One ``broker-restart`` run of ``spec`` (see the module docstring)."""
     rng = random.Random(seed)
@@ -107,11 +104,16 @@ def broker_restart_run(spec: FaultTopology, root: Path, seed: int = 0, spark=Non
         for attempt in range(3):   # a run the restart stopped is started again, as a user would
             if run.ended == "done":
                 break
-            error = _last_line(run.ended)
+            error = last_error_line(run.ended)
             if error.startswith("streamlib."):   # stopped with streamlib's own error: allowed
                 outcome.damage[f"stopped: {error[:200]}"] += 1
             else:
                 outcome.failures.append(f"run {attempt + 1} with the broker restarted: {run.ended[-400:]}")
+            run = run_once(workdir, spec.name)
+            outcome.restarts += 1
+        if run.ended == "done":  # the stores again, from their changelogs on the broker
+            shutil.rmtree(workdir / "state", ignore_errors=True)
+            outcome.damage["lost state dir"] += 1
             run = run_once(workdir, spec.name)
             outcome.restarts += 1
         if run.ended != "done":

@@ -103,3 +103,21 @@ def test_each_check_reports_what_it_is_for():
     assert check_output("t", "per-record", [], retracted) == []
     assert check_output("t", "per-record", first, retracted)  # the result lost
     assert "corrupt" in check_output("t", "latest", counts, counts + [("<corrupt>", "x", 0, {})])[0]
+
+
+def test_damage_runs_are_rows_of_the_table_and_a_full_disk_must_stop_clearly(tmp_path):
+    """No Spark: a damage run's line in the run log is a row with its damage, and only
+    a clear error counts as a full disk's expected stop."""
+    from harness import Outcome, _log
+    from log_faults import clear_stop
+
+    outcome = Outcome("counts full-disk", restarts=4, records=400, compared=True)
+    outcome.damage.update({"full-disk": 1, "stopped: streamlib.topics.TopicsError: disk full": 1})
+    _log(tmp_path / "runs.jsonl", outcome.entry(), verbose=False)
+    table = table_from_log(tmp_path / "runs.jsonl")
+    assert "| counts full-disk | 0 | 4 | 400 | 0 | 0 |" in table
+    assert "stopped: streamlib.topics.TopicsError: disk full 1" in table
+    assert outcome.row().split("|")[-2] in table
+    assert clear_stop("failed: exit 1: Traceback\n  ...\nstreamlib.topics.TopicsError: full\n")
+    assert clear_stop("OSError: [Errno 28] No space left on device")
+    assert clear_stop("failed: exit 1: Traceback\nKeyError: 'x'\n") is None
