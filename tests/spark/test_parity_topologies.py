@@ -199,21 +199,6 @@ def refused_by_spark(built) -> bool:
     return False
 
 
-def loses_a_table_join_delete(topology: tuple, records: dict, batch: Optional[int],
-                              restart: Optional[int]) -> bool:
-    """Known difference (see the xfail tests): under Spark a key table–table join's
-    result loses a delete when the row was emitted in an earlier commit. Only possible
-    with more than one commit and a delete on a side (a tombstone, or a filter)."""
-    if batch is None and restart is None:
-        return False
-    for out in topology:
-        if isinstance(out, TableJoin) and not out.foreign_key:
-            sides = (out.left, out.right)
-            if any("filter" in t.ops or any(r[1] is None for r in records[t.topic]) for t in sides):
-                return True
-    return False
-
-
 def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: Optional[int],
           later: bool = True) -> None:
     built, outputs, stores = build(topology)
@@ -223,7 +208,6 @@ def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: 
         if MINUTES and not tried["failed"] and time.monotonic() - tried["started"] > MINUTES * 60:
             assume(False)
         assume(not refused_by_spark(built))
-        assume(not loses_a_table_join_delete(topology, records, batch, restart))
     tried["cases"] += 1
     _note(f"topology:\n{dsl(topology)}\nbatch={batch} restart={restart}")
     runs = deliveries(records, restart, later)
@@ -295,8 +279,6 @@ def test_a_foreign_key_join_of_tables_joined_on_their_keys_too(spark):
     check(spark, topology, records, batch=None, restart=None)
 
 
-@pytest.mark.xfail(strict=True, reason="Spark loses a table-table join's delete when its row was emitted in an "
-                   "earlier commit (the cached merge sees no old value without send_old_values)")
 @pytest.mark.parametrize("kind", ["join", "left_join"])
 def test_a_table_join_forwards_the_delete_of_a_row_emitted_in_an_earlier_batch(spark, kind):
     topology = (TableJoin(Table("t1"), Table("t2"), kind),)
