@@ -176,6 +176,9 @@ def assert_same(driver: Outcome, spark: Outcome, tables: set[str]) -> None:
 
 @pytest.fixture(scope="module", autouse=True)
 def summary(request):
+    # the soak's minutes (and its budget) count from this module's first test, not from
+    # the session's start (collection, and other modules' tests before it)
+    tried["started"] = time.monotonic()
     yield
     minutes = (time.monotonic() - tried["started"]) / 60
     line = f"parity topologies: {tried['cases']} cases tried, {tried['spark_runs']} Spark runs, {minutes:.1f} min"
