@@ -36,7 +36,7 @@ from parity_topologies import (GLOBAL, KEYS, Aggregate, Branch, GlobalLookup, Me
                                Table, TableJoin, TableLookup, ToTopic, Window, build, dsl, table_outputs,
                                topologies)
 from streamlib import Serdes, Streams, TopologyError, TopologyTestDriver
-from streamlib.spark.plan import stage_order
+from streamlib.spark.plan import stage_order, writes_of
 from streamlib.topics.partitioner import default_partitioner
 from streamlib.windowed import Window as TimeWindow, Windowed
 
@@ -130,10 +130,10 @@ def run_driver(topology, outputs: dict, stores: list[str], runs: list[dict], wor
 
 
 def run_spark(spark, build_it, outputs: dict, stores: list[str], runs: list[dict], workspace: Workspace,
-              batch: Optional[int]) -> Outcome:
+              batch: Optional[int], tasks: int = 1) -> Outcome:
     """Each delivery produced, then processed by a new application on the same
     workspace (its state and checkpoint); drops summed over the runs."""
-    overrides = {"num_partitions": 1, **({"max_records_per_batch": batch} if batch else {})}
+    overrides = {"num_partitions": tasks, **({"max_records_per_batch": batch} if batch else {})}
     for topic in TOPICS:
         workspace.backend.create_topic(topic, partitions=PARTITIONS, exist_ok=True)
     dropped, drops = 0, {}
@@ -203,6 +203,27 @@ def refused_by_spark(built) -> bool:
     return False
 
 
+def loses_a_table_join_delete(topology: tuple, records: dict, batch: Optional[int],
+                              restart: Optional[int]) -> bool:
+    """Known difference (see the xfail tests): under Spark an inner key table–table join
+    loses a delete when both rows of a key go in one commit after their result was
+    emitted in an earlier one. Only possible with more than one commit and deletes on
+    both sides (tombstones, or a filter)."""
+    if batch is None and restart is None:
+        return False
+    return any(isinstance(out, TableJoin) and not out.foreign_key
+               and all("filter" in t.ops or any(r[1] is None for r in records[t.topic]) for t in (out.left, out.right))
+               for out in topology)
+
+
+def answers_subscriptions_in_rounds(built, batch: Optional[int], restart: Optional[int]) -> bool:
+    """Known difference (see the xfail tests): a sub-topology that sends foreign-key
+    subscriptions to itself answers them round by round within a batch, which can drop
+    a response as stale where the driver does not; seen with more than one commit."""
+    return (batch is not None or restart is not None) and any(
+        set(sub.repartition_inputs) & writes_of(built, sub) for sub in built.subtopologies)
+
+
 def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: Optional[int],
           later: bool = True) -> None:
     if currently_in_test_context():
@@ -210,7 +231,10 @@ def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: 
         # failure found is still shrunk (its replays must not be rejected)
         if MINUTES and not tried["failed"] and time.monotonic() - tried["started"] > MINUTES * 60:
             assume(False)
-        assume(not refused_by_spark(build(topology)[0]))
+        built = build(topology)[0]
+        assume(not refused_by_spark(built))
+        assume(not loses_a_table_join_delete(topology, records, batch, restart))
+        assume(not answers_subscriptions_in_rounds(built, batch, restart))
     try:
         driver, on_spark = outcomes(spark, topology, records, batch, restart, later)
         assert_same(driver, on_spark, table_outputs(topology))
@@ -220,8 +244,8 @@ def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: 
 
 
 def outcomes(spark, topology: tuple, records: dict, batch: Optional[int], restart: Optional[int],
-             later: bool = True) -> tuple[Outcome, Outcome]:
-    """The driver's and Spark's outcome of one case."""
+             later: bool = True, tasks: int = 1) -> tuple[Outcome, Outcome]:
+    """The driver's and Spark's outcome of one case (Spark with ``tasks`` tasks per stage)."""
     built, outputs, stores = build(topology)
     tried["cases"] += 1
     _note(f"topology:\n{dsl(topology)}\nbatch={batch} restart={restart}")
@@ -230,7 +254,7 @@ def outcomes(spark, topology: tuple, records: dict, batch: Optional[int], restar
         workspace = Workspace(Path(root))
         driver = run_driver(built, outputs, stores, runs, workspace)
         _note(f"driver outputs: {driver.outputs}\ndriver drops: {driver.metrics['drops']}")
-        on_spark = run_spark(spark, lambda: build(topology)[0], outputs, stores, runs, workspace, batch)
+        on_spark = run_spark(spark, lambda: build(topology)[0], outputs, stores, runs, workspace, batch, tasks)
         _note(f"Spark outputs: {on_spark.outputs}\nSpark drops: {on_spark.metrics['drops']}")
     return driver, on_spark
 
@@ -281,16 +305,44 @@ def test_spark_matches_the_driver_on_random_topologies(spark, topology, records,
 NO_RECORDS = {topic: [] for topic in TOPICS}
 
 
-@pytest.mark.xfail(strict=True, raises=TopologyError, reason="Spark refuses a foreign-key join of two tables that "
-                   "share a sub-topology (a key join beside it); the driver (and Kafka Streams) run it")
 def test_a_foreign_key_join_of_tables_joined_on_their_keys_too(spark):
+    """One sub-topology sends the foreign-key subscriptions to itself (its tasks hand
+    them to each other within the batch, spark/tasks.py ``run_looping_tasks``)."""
     topology = (TableJoin(Table("t1"), Table("t2"), "join", foreign_key=True),
                 TableJoin(Table("t1"), Table("t2"), "outer_join"))
     records = dict(NO_RECORDS, t1=[("a", "b", 1002)], t2=[("b", "row", 3)])
     check(spark, topology, records, batch=None, restart=None)
 
 
-@pytest.mark.parametrize("kind", ["join", "left_join"])
+@pytest.mark.xfail(strict=True, reason="the looping stage answers subscriptions round by round: the foreign-key "
+                   "join's response processor drops one response as stale (stale_response), the driver, following "
+                   "each record depth first, none (final rows equal)")
+@pytest.mark.parametrize("tasks", [1, 2])
+def test_a_foreign_key_join_beside_a_key_join_drops_no_response_as_stale(spark, tasks):
+    """Two tables FK-joined and outer-joined on their keys; a row's foreign key changes and
+    rows are deleted in a second run (with two tasks, subscriptions go from one task to
+    the other)."""
+    topology = (TableJoin(Table("t1"), Table("t2"), "left_join", foreign_key=True),
+                TableJoin(Table("t1"), Table("t2"), "outer_join"))
+    records = dict(NO_RECORDS,
+                   t1=[("a", "b", 1002), ("b", "c", 2002), ("c", "a", 3002), ("a", "c", 6002), ("b", None, 7002),
+                       ("c", "b", 9002)],
+                   t2=[("b", "b-row", 3), ("c", "c-row", 4003), ("a", "a-row", 5003), ("b", None, 8003)])
+    driver, on_spark = outcomes(spark, topology, records, batch=None, restart=2, tasks=tasks)
+    assert driver.stores["store0"], "the foreign-key join found matches"
+    assert_same(driver, on_spark, table_outputs(topology))
+
+
+@pytest.mark.xfail(strict=True, reason="both rows of a key deleted in one commit after their join result was "
+                   "emitted: each side's cached delete meets the other side already deleted, so the inner join "
+                   "forwards nothing (KTableKTableInnerJoin returns without the other row); the driver commits per "
+                   "record and forwards the delete")
+def test_an_inner_table_join_forwards_the_delete_when_both_rows_go_in_one_later_commit(spark):
+    topology = (TableJoin(Table("t1"), Table("t2"), "join"),)
+    records = dict(NO_RECORDS, t1=[("b", "c", 2002), ("b", None, 7002)], t2=[("b", "b-row", 3), ("b", None, 8003)])
+    check(spark, topology, records, batch=None, restart=1)
+
+
 def test_a_table_join_forwards_the_delete_of_a_row_emitted_in_an_earlier_batch(spark, kind):
     topology = (TableJoin(Table("t1"), Table("t2"), kind),)
     records = dict(NO_RECORDS, t1=[("a", "x", 1002), ("a", None, 5002)], t2=[("a", "row", 3)])
