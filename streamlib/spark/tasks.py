@@ -17,6 +17,7 @@ from pyspark import TaskContext
 
 from streamlib.config import StreamsConfig
 from streamlib.runtime.encoding import InputEncoding
+from streamlib.runtime.order import processing_order
 from streamlib.runtime.task import Task, paused_gc, task_id
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, constant_int32, split_by_partition
 from streamlib.spark.daemon import start_worker_task
@@ -235,7 +236,7 @@ class TaskRun:
         with paused_gc():
             self.task.process_table(rows, self.plan.encoding)
 
-    def _punctuate(self) -> None:
+    def punctuate(self) -> None:
         """The wall-clock timers, once, after the task's rows."""
         if not self._punctuated:
             self._punctuated = True
@@ -246,7 +247,6 @@ class TaskRun:
         (STAGE_SCHEMA; ``offset`` numbers the task's rows for these topics across calls);
         the other rows are kept for :meth:`finish`."""
         task = self.task
-        self._punctuate()
         for proc in task.processors.values():
             proc.flush()
         rows = task.take_output_table()
@@ -261,7 +261,7 @@ class TaskRun:
         """Commit the stores, append the sink rows; the rows for repartitions and the metrics."""
         plan, task, backend, stores = self.plan, self.task, self.backend, self.stores
         with paused_gc():
-            self._punctuate()
+            self.punctuate()
             task.commit()
         taken = self._taken + [task.take_output_table()]
         output = output_table(pa.concat_tables(taken) if len(taken) > 1 else taken[0], self.partition,
@@ -323,33 +323,49 @@ MAX_LOOP_ROUNDS = 1000
 def run_looping_tasks(plan: StagePlan, batch_id: int, stream_time: int, task_rows: Iterator[tuple[int, pa.Table]],
                       sink_producer: str, report: Callable[[dict], None]) -> Iterator[pa.RecordBatch]:
     """The tasks of a stage that reads repartitions it writes (``plan.loops``), all in
-    this Spark task: each processes its rows; the rows they write to those repartitions
-    then go to the task of their key (Spark's hash, as a shuffle by key would send
-    them), round after round until none is left — the rows Kafka Streams' tasks would
-    read back from the topic — and only then does every task commit."""
+    this Spark task, as the driver runs them: the records of all of them one at a time,
+    in the processing order, each followed by what it sends round the loop — the rows
+    for those repartitions go to the task of their key (Spark's hash, as a shuffle by
+    key would send them), round after round until none is left — and only then does
+    every task commit. Updates are not cached between records here: a foreign-key
+    subscription must be in place before the next record looks for it."""
     runs: dict[int, TaskRun] = {}
-    try:
-        pending = dict(task_rows)
+
+    def run_of(partition: int) -> TaskRun:
+        if partition not in runs:
+            if runs and next(iter(runs.values())).transactional:
+                raise RuntimeError("a sub-topology that reads a repartition it writes itself cannot run "
+                                   "with exactly_once on Kafka yet (one transaction per process)")
+            runs[partition] = TaskRun(plan, batch_id, partition, stream_time)
+        return runs[partition]
+
+    def drain(pending: dict[int, pa.Table]) -> None:
         for _ in range(MAX_LOOP_ROUNDS):
             for partition, rows in pending.items():
-                if partition not in runs:
-                    if runs and next(iter(runs.values())).transactional:
-                        raise RuntimeError("a sub-topology that reads a repartition it writes itself cannot run "
-                                           "with exactly_once on Kafka yet (one transaction per process)")
-                    runs[partition] = TaskRun(plan, batch_id, partition, stream_time)
-                runs[partition].process(rows)
+                run_of(partition).process(rows)
             sent = [run.take_output(plan.loops) for run in runs.values()]
             sent = pa.concat_tables(sent) if len(sent) > 1 else sent[0]
             if sent.num_rows == 0:
-                break
+                return
             # (Spark's hash of a null key is its seed)
             targets = pa.array([hash_partition(key, plan.num_partitions) if key is not None
                                 else SEED % plan.num_partitions for key in sent.column("key").to_pylist()],
                                pa.int32())
             pending = {p: sent.filter(pc.equal(targets, p)) for p in pc.unique(targets).to_pylist()}
-        else:
-            raise RuntimeError(f"sub-topology {plan.sub_id}'s tasks still send rows to each other after "
-                               f"{MAX_LOOP_ROUNDS} rounds")
+        raise RuntimeError(f"sub-topology {plan.sub_id}'s tasks still send rows to each other after "
+                           f"{MAX_LOOP_ROUNDS} rounds")
+
+    try:
+        parts = list(task_rows)
+        for partition, _ in parts:   # every task with rows (or a tick) begins
+            run_of(partition)
+        records = pa.concat_tables([rows for _, rows in parts])
+        owners = np.concatenate([np.full(rows.num_rows, partition, dtype=np.int64) for partition, rows in parts])
+        for i in processing_order(records):
+            drain({int(owners[i]): records.slice(int(i), 1)})
+        for run in runs.values():
+            run.punctuate()
+        drain({})
         for partition, run in runs.items():
             with plan.backend.open().group_commit():
                 output, metrics = run.finish(sink_producer)
