@@ -333,6 +333,7 @@ def test_an_inner_table_join_forwards_the_delete_when_both_rows_go_in_one_later_
     check(spark, topology, records, batch=None, restart=1)
 
 
+@pytest.mark.parametrize("kind", ["join", "left_join"])
 def test_a_table_join_forwards_the_delete_of_a_row_emitted_in_an_earlier_batch(spark, kind):
     topology = (TableJoin(Table("t1"), Table("t2"), kind),)
     records = dict(NO_RECORDS, t1=[("a", "x", 1002), ("a", None, 5002)], t2=[("a", "row", 3)])
