@@ -216,6 +216,13 @@ def loses_a_table_join_delete(topology: tuple, records: dict, batch: Optional[in
                for out in topology)
 
 
+def joins_a_table_with_itself_on_a_foreign_key(topology: tuple) -> bool:
+    """Known difference (see the xfail tests): an FK join of a table with itself can
+    drop an answer as stale under Spark."""
+    return any(isinstance(out, TableJoin) and out.foreign_key and out.left.topic == out.right.topic
+               for out in topology)
+
+
 def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: Optional[int],
           later: bool = True) -> None:
     if currently_in_test_context():
@@ -226,6 +233,7 @@ def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: 
         built = build(topology)[0]
         assume(not refused_by_spark(built))
         assume(not loses_a_table_join_delete(topology, records, batch, restart))
+        assume(not joins_a_table_with_itself_on_a_foreign_key(topology))
     try:
         driver, on_spark = outcomes(spark, topology, records, batch, restart, later)
         assert_same(driver, on_spark, table_outputs(topology))
@@ -331,6 +339,16 @@ def test_an_inner_table_join_forwards_the_delete_when_both_rows_go_in_one_later_
     topology = (TableJoin(Table("t1"), Table("t2"), "join"),)
     records = dict(NO_RECORDS, t1=[("b", "c", 2002), ("b", None, 7002)], t2=[("b", "b-row", 3), ("b", None, 8003)])
     check(spark, topology, records, batch=None, restart=1)
+
+
+@pytest.mark.xfail(strict=True, reason="a foreign-key join of a table with itself (filtered): a change of a row "
+                   "that is both a left row and its own foreign row sends its new left value and an answer with the "
+                   "same timestamp; the next sub-topology takes them in topic order, the driver in the order they "
+                   "were produced, so Spark drops the answer as stale (stale_response) and misses one update")
+def test_a_foreign_key_join_of_a_table_with_itself_drops_no_response_as_stale(spark):
+    topology = (TableJoin(Table("t2"), Table("t2", ("filter", "filter")), "join", foreign_key=True),)
+    records = dict(NO_RECORDS, t2=[("a", "a", 6003), ("b", "b", 6003), (None, "a", 15003), ("a", "c", 12003)])
+    check(spark, topology, records, batch=3, restart=3)
 
 
 @pytest.mark.parametrize("kind", ["join", "left_join"])
