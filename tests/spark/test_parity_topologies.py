@@ -351,6 +351,19 @@ def test_a_foreign_key_join_of_a_table_with_itself_drops_no_response_as_stale(sp
     check(spark, topology, records, batch=3, restart=3)
 
 
+@pytest.mark.xfail(strict=True, reason="soak finding (not shrunk further): t2's rows of a key set and deleted in "
+                   "one commit are never forwarded (the cache skips a row absent before and after), but a "
+                   "subscription answered in between saw the row; the driver commits per record and forwards the "
+                   "delete, so its FK result for the key ends deleted, Spark's keeps 'a|a'")
+def test_a_foreign_key_answer_from_a_row_set_and_deleted_in_one_commit_is_retracted(spark):
+    topology = (TableJoin(Table("t1", ("filter",)), Table("t2", ("filter",)), "join", foreign_key=True),)
+    records = dict(NO_RECORDS, t1=[("a", "a", 24002), ("a", "a", 15002), ("a", "a", 19002), ("a", "a", 22002),
+                                   ("a", "a", 18002)],
+                   t2=[("a", "a", 3), ("a", "a", 3), ("a", "a", 3), ("a", "a", 28003), ("a", "a", 3), ("a", "a", 3),
+                       ("a", None, 3)])
+    check(spark, topology, records, batch=50, restart=None)
+
+
 @pytest.mark.parametrize("kind", ["join", "left_join"])
 def test_a_table_join_forwards_the_delete_of_a_row_emitted_in_an_earlier_batch(spark, kind):
     topology = (TableJoin(Table("t1"), Table("t2"), kind),)
