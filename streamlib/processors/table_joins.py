@@ -9,8 +9,6 @@ every result is ``joiner(this_value, other_value)``.
 """
 from __future__ import annotations
 
-from typing import Any
-
 from ..node_kinds import TABLE_JOIN, TABLE_JOIN_MERGE
 from ..node_params import TableJoinMode
 from .base import Processor
@@ -65,14 +63,19 @@ class TableJoinProcessor(Processor):
 
 @processes(TABLE_JOIN_MERGE)
 class TableJoinMergeProcessor(StatefulProcessor):
-    """The result table of a table–table join: forwards both sides' results (old values
-    only when downstream needs them) and, when materialized, keeps them in its store."""
+    """The result table of a table–table join: forwards both sides' results and, when
+    materialized, keeps them in its store. Not materialized, the old value is the sides'
+    (only when downstream needs it); materialized, it is the store's, so a delete of a
+    row emitted in an earlier commit is forwarded (Kafka's caching store reads the old
+    value from the store it flushes into)."""
 
     def process(self, record: Record) -> None:
         change: Change = record.value
-        ident: Any = record.key
-        if self.store is not None:
-            ident = self.store.key_bytes(record.key)
-            self.store.put_by_bytes(ident, change.new, record.timestamp)
-        self.emitter.emit(record, ident, change.new, change.old if self.send_old_values else None,
-                          record.timestamp)
+        if self.store is None:
+            self.emitter.emit(record, record.key, change.new, change.old if self.send_old_values else None,
+                              record.timestamp)
+            return
+        kb = self.store.key_bytes(record.key)
+        previous = self.store.get_by_bytes(kb)
+        self.store.put_by_bytes(kb, change.new, record.timestamp)
+        self.emitter.emit(record, kb, change.new, previous[0] if previous else None, record.timestamp)

@@ -98,7 +98,8 @@ class BatchPlan:
         # left open by an earlier run (whose state may since have been reset or deleted).
         run_id = uuid.uuid4().hex
         self.stages = [Stage(planned, StagePlan(executed, config, backend, planned.sub.id, planned.partitions,
-                                                internal, run_id, planned.combines, planned.encoding))
+                                                internal, run_id, planned.combines, planned.encoding,
+                                                planned.loops))
                        for planned in self.physical.stages]
         self.metrics = spark.sparkContext.accumulator({"tasks": {}}, _MetricsParam())
         #: the stage whose tasks the source's reader runs, if any (rules/reader_stage.py)
@@ -240,7 +241,7 @@ class BatchPlan:
         into its tasks' partitions if it needs that, with each row's task partition."""
         sub, planned = stage.sub, stage.planned
         parts = [self._source_rows(source, name) for name in user_sources(self.topology, sub)]
-        parts.extend(outputs[t] for t in sub.repartition_inputs)
+        parts.extend(outputs[t] for t in sub.repartition_inputs if t not in planned.loops)
         if planned.time_aware:
             parts.append(self._ticks(source.sparkSession, stage.plan.num_partitions))
         rows = parts[0]
@@ -254,6 +255,9 @@ class BatchPlan:
         # The task's partition as the stage sees it: inside a union of stages,
         # TaskContext.partitionId() counts the union's partitions instead.
         rows = rows.withColumn(TASK_PARTITION, once(TASK_PARTITION, F.spark_partition_id))
+        if planned.loops:
+            # one Spark task runs all its tasks: it hands them the rows they send each other
+            return rows.coalesce(1)
         if self.placement is not None and self._placed(stage):
             # One Spark task per stream task, each preferring the executor with its stores.
             self._placed_inputs.append(rows)
@@ -268,7 +272,8 @@ class BatchPlan:
     def _placed(stage: Stage) -> bool:
         """Whether a stage's tasks are placed where their stores are: stateful ones,
         whose input is shuffled into one partition per task."""
-        return stage.sub.stateful and stage.planned.shuffled and stage.planned.runner is Runner.ARROW_MAP
+        return (stage.sub.stateful and stage.planned.shuffled and stage.planned.runner is Runner.ARROW_MAP
+                and not stage.planned.loops)
 
     def reader_stage_option(self) -> Optional[str]:
         """The source's ``readerStage`` option (:mod:`streamlib.spark.source`): the

@@ -74,6 +74,10 @@ class PlannedStage:
     batch_input: Any = None
     #: repartition topics whose rows its tasks combine per key before Spark's shuffle
     combines: frozenset[str] = frozenset()
+    #: repartition topics it writes and reads itself (a foreign-key join of two tables
+    #: that share a sub-topology): its tasks run in one Spark task, which hands these
+    #: rows from task to task until none is left (spark/tasks.py, ``looping_stage_function``)
+    loops: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,9 @@ class PhysicalPlan:
 
 
 def stage_order(topology: Topology) -> list[SubTopology]:
-    """Sub-topologies so that every repartition's writer comes before its reader."""
+    """Sub-topologies so that every repartition's writer comes before its reader; a
+    sub-topology that reads a repartition it writes itself is no cycle (its stage hands
+    those rows on within the batch), one through another sub-topology is refused."""
     writer_of = {}
     for sub in topology.subtopologies:
         for name in sub.nodes:
@@ -146,7 +152,8 @@ def stage_order(topology: Topology) -> list[SubTopology]:
             raise TopologyError(f"sub-topology {sub.id} depends on itself through a repartition")
         state[sub.id] = "active"
         for topic in sub.repartition_inputs:
-            visit(topology.subtopologies[writer_of[topic]])
+            if writer_of[topic] != sub.id:
+                visit(topology.subtopologies[writer_of[topic]])
         state[sub.id] = "done"
         ordered.append(sub)
 
@@ -182,7 +189,8 @@ def plain_plan(ctx: PlanContext) -> PhysicalPlan:
 
     topology = ctx.topology.resolve(ctx.config)
     subs = stage_order(topology)
-    writes = {sub.id: writes_of(topology, sub) for sub in subs}
+    loops = {sub.id: writes_of(topology, sub) & set(sub.repartition_inputs) for sub in subs}
+    writes = {sub.id: writes_of(topology, sub) - loops[sub.id] for sub in subs}
     stages = []
     for sub in subs:
         readers = sum(1 for other in subs if writes[sub.id] & set(other.repartition_inputs))
@@ -190,7 +198,7 @@ def plain_plan(ctx: PlanContext) -> PhysicalPlan:
             sub, partitions_of(topology, sub, ctx.num_partitions),
             shuffled=sub.stateful or bool(sub.repartition_inputs),
             time_aware=any(topology.nodes[name].spec.time_aware for name in sub.nodes),
-            writes=writes[sub.id], readers=readers))
+            writes=writes[sub.id], readers=readers, loops=frozenset(loops[sub.id])))
     return PhysicalPlan(tuple(stages), chains=column_chains(topology, ctx.config))
 
 

@@ -17,9 +17,11 @@ from pyspark import TaskContext
 
 from streamlib.config import StreamsConfig
 from streamlib.runtime.encoding import InputEncoding
+from streamlib.runtime.order import processing_order
 from streamlib.runtime.task import Task, paused_gc, task_id
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, constant_int32, split_by_partition
 from streamlib.spark.daemon import start_worker_task
+from streamlib.spark.hashing import SEED, hash_partition
 from streamlib.spark.preaggregate import combine_task_rows
 from streamlib.spark.sink import QUERY_ID_PROPERTY
 from streamlib.topics.spec import BackendSpec
@@ -62,6 +64,8 @@ class StagePlan:
     combined_topics: frozenset[str] = frozenset()
     #: what the rows its tasks get stand for (:mod:`streamlib.spark.plan` declares it)
     encoding: InputEncoding = InputEncoding.RECORDS
+    #: repartition topics the stage reads and writes itself (``PlannedStage.loops``)
+    loops: frozenset[str] = frozenset()
 
 
 def stage_function(plan: StagePlan, report: Callable[[dict], None]
@@ -91,6 +95,10 @@ def stage_function(plan: StagePlan, report: Callable[[dict], None]
         query_id = spark_task.getLocalProperty(QUERY_ID_PROPERTY)
         sink_producer = f"{plan.config.application_id}/{query_id}"
         request_stores_early(plan, pc.unique(table.column(TASK_PARTITION)).to_pylist())
+        if plan.loops:
+            yield from run_looping_tasks(plan, batch_id, stream_time, split_by_task(rows, table.column(TASK_PARTITION)),
+                                         sink_producer, report)
+            return
         for partition, task_rows in split_by_task(rows, table.column(TASK_PARTITION)):
             # The batch's changelog and sink appends become durable together, before
             # the task reports its batch done (one round of fsyncs, not one per append).
@@ -169,48 +177,101 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
     """Run the stage's task for ``partition`` over ``rows`` (after advancing it to the
     application's ``stream_time``): commit its stores, append its sink rows; return the
     rows it sends to repartitions, and its metrics."""
-    backend = plan.backend.open()
-    sub = plan.topology.subtopologies[plan.sub_id]
-    task = Task(plan.topology, sub, partition, plan.config, backend.num_partitions)
-    # every batch, before processing: this task's replicas of the global tables catch up
-    replicas = open_global_replicas(plan.config.task_state_dir(task.task_id),
-                                    plan.topology.global_stores_of(sub), backend)
-    task.global_stores = {name: replica.kv for name, replica in replicas.items()}
-    # exactly_once on Kafka: the whole task batch is one transaction (KafkaBackend.begin_task).
-    transactional = getattr(backend, "exactly_once", False) and hasattr(backend, "begin_task")
-    if transactional:
-        app = plan.config.application_id
-        backend.begin_task(f"{app}-{task.task_id}", batch_id, plan.config.batch_marker_topic)
-    stores = None
-    committed = False
-    if task.stateful:
-        task_dir = plan.config.task_state_dir(task.task_id)
-        specs = task.store_specs()
-        options = dict(partition=partition, num_partitions=plan.num_partitions,
-                       producer_prefix=plan.config.application_id,
-                       meta_changelog_topic=plan.config.task_changelog_topic(sub.id))
-        # A cached copy serves only this run of the application (a restart, reset or
-        # deleted state in between opens afresh), the same stores and changelogs.
-        cache_key = (plan.run_id, tuple(specs), plan.backend, *options.values())
+    run = TaskRun(plan, batch_id, partition, stream_time)
     try:
-        if task.stateful:
-            stores = STORE_CACHE.acquire(task_dir, cache_key, lambda: open_task_stores(
-                task_dir, specs, backend=backend, create_changelogs=False, **options))
-        task.begin(stores, batch_id, stream_time, wall_clock=now_millis())
+        run.process(rows)
+        return run.finish(sink_producer)
+    finally:
+        run.close()
+
+
+class TaskRun:
+    """One streamlib task's batch inside a Spark task: begun (its stores opened, its
+    global replicas caught up, its transaction begun), fed rows — more than once when
+    its stage reads what it writes (:func:`looping_stage_function`) — then finished:
+    stores committed, sink rows appended; :meth:`close` always, after."""
+
+    def __init__(self, plan: StagePlan, batch_id: int, partition: int, stream_time: int = -1):
+        self.plan, self.batch_id, self.partition = plan, batch_id, partition
+        backend = self.backend = plan.backend.open()
+        sub = plan.topology.subtopologies[plan.sub_id]
+        task = self.task = Task(plan.topology, sub, partition, plan.config, backend.num_partitions)
+        #: output taken before the end (:meth:`take_output`), in order
+        self._taken: list[pa.Table] = []
+        #: rows handed out by :meth:`take_output` so far
+        self._sent = 0
+        self._punctuated = False
+        self.stores = None
+        self.committed = False
+        # every batch, before processing: this task's replicas of the global tables catch up
+        self.replicas = open_global_replicas(plan.config.task_state_dir(task.task_id),
+                                             plan.topology.global_stores_of(sub), backend)
+        try:
+            task.global_stores = {name: replica.kv for name, replica in self.replicas.items()}
+            # exactly_once on Kafka: the whole task batch is one transaction (KafkaBackend.begin_task).
+            self.transactional = getattr(backend, "exactly_once", False) and hasattr(backend, "begin_task")
+            if self.transactional:
+                app = plan.config.application_id
+                backend.begin_task(f"{app}-{task.task_id}", batch_id, plan.config.batch_marker_topic)
+            if task.stateful:
+                self.task_dir = plan.config.task_state_dir(task.task_id)
+                specs = task.store_specs()
+                options = dict(partition=partition, num_partitions=plan.num_partitions,
+                               producer_prefix=plan.config.application_id,
+                               meta_changelog_topic=plan.config.task_changelog_topic(sub.id))
+                # A cached copy serves only this run of the application (a restart, reset or
+                # deleted state in between opens afresh), the same stores and changelogs.
+                self.cache_key = (plan.run_id, tuple(specs), plan.backend, *options.values())
+                self.stores = STORE_CACHE.acquire(self.task_dir, self.cache_key, lambda: open_task_stores(
+                    self.task_dir, specs, backend=backend, create_changelogs=False, **options))
+            task.begin(self.stores, batch_id, stream_time, wall_clock=now_millis())
+        except BaseException:
+            self.close()
+            raise
+
+    def process(self, rows: pa.Table) -> None:
         # One pause from the rows to the commit: re-enabled in between, the collector
         # ran over everything the batch still held (its stores' read caches and pending
         # writes), ~3% of a windowed task's time.
         with paused_gc():
-            task.process_table(rows, plan.encoding)
-            task.punctuate_wall_clock(now_millis())
+            self.task.process_table(rows, self.plan.encoding)
+
+    def punctuate(self) -> None:
+        """The wall-clock timers, once, after the task's rows."""
+        if not self._punctuated:
+            self._punctuated = True
+            self.task.punctuate_wall_clock(now_millis())
+
+    def take_output(self, topics: frozenset[str]) -> pa.Table:
+        """The rows for ``topics`` emitted so far, cached table updates flushed first
+        (STAGE_SCHEMA; ``offset`` numbers the task's rows for these topics across calls);
+        the other rows are kept for :meth:`finish`."""
+        task = self.task
+        for proc in task.processors.values():
+            proc.flush()
+        rows = task.take_output_table()
+        wanted = pc.is_in(rows.column("topic"), pa.array(sorted(topics), pa.string()))
+        self._taken.append(rows.filter(pc.invert(wanted)))
+        taken = output_table(rows.filter(wanted), self.partition, topics)
+        sent = self._sent
+        self._sent += taken.num_rows
+        return taken.set_column(2, "offset", pa.array(np.arange(sent, sent + taken.num_rows, dtype=np.int64)))
+
+    def finish(self, sink_producer: str) -> tuple[pa.Table, dict]:
+        """Commit the stores, append the sink rows; the rows for repartitions and the metrics."""
+        plan, task, backend, stores = self.plan, self.task, self.backend, self.stores
+        with paused_gc():
+            self.punctuate()
             task.commit()
-        output = output_table(task.take_output_table(), partition, plan.internal_topics)
+        taken = self._taken + [task.take_output_table()]
+        output = output_table(pa.concat_tables(taken) if len(taken) > 1 else taken[0], self.partition,
+                              plan.internal_topics)
         internal = pc.is_in(output.column("topic"), pa.array(sorted(plan.internal_topics), pa.string()))
         # Stores first, then sinks: a re-run after a crash in between undoes the stores'
         # batch and appends the sink rows once; a re-run after both finds the appends
         # already done (same producer, same sequence) and skips them.
         write_sinks(backend, output.filter(pc.invert(internal)), f"{sink_producer}/{task.task_id}",
-                    batch_id)
+                    self.batch_id)
         metrics: dict[str, Any] = dict(task.metrics)
         metrics["stream_time"] = task.context.stream_time
         metrics["watermark"] = task.watermark()
@@ -223,33 +284,98 @@ def run_task(plan: StagePlan, batch_id: int, partition: int, rows: pa.Table,
             metrics["restore_seconds"] = store_metrics["restore_seconds"]
             # what one batch adds to the task's changelogs (a standby's catch-up, a move's restore)
             metrics["changelog_records"] = store_metrics["committed_keys"]
-        if replicas:
+        if self.replicas:
             metrics["restored_records"] = metrics.get("restored_records", 0) + sum(
-                r.metrics.restored_records for r in replicas.values())
-        if transactional:
-            ends = backend.commit_task(batch_id)
-            transactional = False
+                r.metrics.restored_records for r in self.replicas.values())
+        if self.transactional:
+            ends = backend.commit_task(self.batch_id)
+            self.transactional = False
             if stores is not None:   # the copies reflect the changelogs past their own records
                 stores.committed_at(ends)
         if stores is not None:
             metrics["changelog_offsets"] = stores.changelog_offsets()
-        committed = True
-    finally:
-        if transactional:
-            backend.abort_task()
-        if stores is not None:
+        self.committed = True
+        repartitioned = output.filter(internal)
+        if plan.combined_topics:
+            repartitioned = combine_task_rows(repartitioned, plan.combined_topics)
+        return repartitioned, metrics
+
+    def close(self) -> None:
+        """After :meth:`finish`, or instead of it (a failure: its batch is undone)."""
+        if self.transactional:
+            self.transactional = False
+            self.backend.abort_task()
+        if self.stores is not None:
             # Kept open for the task's next batch in this worker (handed over on request);
             # a failed batch's handle is closed, dropping what it did not commit.
-            if committed:
-                STORE_CACHE.release(task_dir, cache_key, stores)
+            if self.committed:
+                STORE_CACHE.release(self.task_dir, self.cache_key, self.stores)
             else:
-                STORE_CACHE.discard(stores)
-        for replica in replicas.values():
+                STORE_CACHE.discard(self.stores)
+            self.stores = None
+        for replica in self.replicas.values():
             replica.close()
-    repartitioned = output.filter(internal)
-    if plan.combined_topics:
-        repartitioned = combine_task_rows(repartitioned, plan.combined_topics)
-    return repartitioned, metrics
+        self.replicas = {}
+
+
+#: rounds of rows a looping stage's tasks send each other in one batch, at most
+MAX_LOOP_ROUNDS = 1000
+
+
+def run_looping_tasks(plan: StagePlan, batch_id: int, stream_time: int, task_rows: Iterator[tuple[int, pa.Table]],
+                      sink_producer: str, report: Callable[[dict], None]) -> Iterator[pa.RecordBatch]:
+    """The tasks of a stage that reads repartitions it writes (``plan.loops``), all in
+    this Spark task, as the driver runs them: the records of all of them one at a time,
+    in the processing order, each followed by what it sends round the loop — the rows
+    for those repartitions go to the task of their key (Spark's hash, as a shuffle by
+    key would send them), round after round until none is left — and only then does
+    every task commit. Updates are not cached between records here: a foreign-key
+    subscription must be in place before the next record looks for it."""
+    runs: dict[int, TaskRun] = {}
+
+    def run_of(partition: int) -> TaskRun:
+        if partition not in runs:
+            if runs and next(iter(runs.values())).transactional:
+                raise RuntimeError("a sub-topology that reads a repartition it writes itself cannot run "
+                                   "with exactly_once on Kafka yet (one transaction per process)")
+            runs[partition] = TaskRun(plan, batch_id, partition, stream_time)
+        return runs[partition]
+
+    def drain(pending: dict[int, pa.Table]) -> None:
+        for _ in range(MAX_LOOP_ROUNDS):
+            for partition, rows in pending.items():
+                run_of(partition).process(rows)
+            sent = [run.take_output(plan.loops) for run in runs.values()]
+            sent = pa.concat_tables(sent) if len(sent) > 1 else sent[0]
+            if sent.num_rows == 0:
+                return
+            # (Spark's hash of a null key is its seed)
+            targets = pa.array([hash_partition(key, plan.num_partitions) if key is not None
+                                else SEED % plan.num_partitions for key in sent.column("key").to_pylist()],
+                               pa.int32())
+            pending = {p: sent.filter(pc.equal(targets, p)) for p in pc.unique(targets).to_pylist()}
+        raise RuntimeError(f"sub-topology {plan.sub_id}'s tasks still send rows to each other after "
+                           f"{MAX_LOOP_ROUNDS} rounds")
+
+    try:
+        parts = list(task_rows)
+        for partition, _ in parts:   # every task with rows (or a tick) begins
+            run_of(partition)
+        records = pa.concat_tables([rows for _, rows in parts])
+        owners = np.concatenate([np.full(rows.num_rows, partition, dtype=np.int64) for partition, rows in parts])
+        for i in processing_order(records):
+            drain({int(owners[i]): records.slice(int(i), 1)})
+        for run in runs.values():
+            run.punctuate()
+        drain({})
+        for partition, run in runs.items():
+            with plan.backend.open().group_commit():
+                output, metrics = run.finish(sink_producer)
+            report({"tasks": {task_id(plan.sub_id, partition): metrics}})
+            yield from output.to_batches()
+    finally:
+        for run in runs.values():
+            run.close()
 
 
 def write_sinks(backend: Any, rows: pa.Table, producer_id: str, batch_id: int) -> None:
