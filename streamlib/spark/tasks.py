@@ -21,7 +21,7 @@ from streamlib.runtime.order import processing_order
 from streamlib.runtime.task import Task, paused_gc, task_id
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, constant_int32, split_by_partition
 from streamlib.spark.daemon import start_worker_task
-from streamlib.spark.hashing import SEED, hash_partition
+from streamlib.spark.hashing import SEED, hash_partitions
 from streamlib.spark.preaggregate import combine_task_rows
 from streamlib.spark.sink import QUERY_ID_PROPERTY
 from streamlib.topics.spec import BackendSpec
@@ -318,6 +318,16 @@ class TaskRun:
         self.replicas = {}
 
 
+def key_partitions(keys: pa.ChunkedArray, n: int) -> np.ndarray:
+    """The task of each key as a shuffle by key sends it (Spark's hash; a null key's
+    hash is the seed), over the whole column."""
+    keys = keys.combine_chunks()
+    valid = keys.is_valid()
+    targets = np.full(len(keys), SEED % n, dtype=np.int32)
+    targets[np.asarray(valid, dtype=bool)] = hash_partitions(keys.filter(valid), n)
+    return targets
+
+
 #: rounds of rows a looping stage's tasks send each other in one batch, at most
 MAX_LOOP_ROUNDS = 1000
 
@@ -349,10 +359,7 @@ def run_looping_tasks(plan: StagePlan, batch_id: int, stream_time: int, task_row
             sent = pa.concat_tables(sent) if len(sent) > 1 else sent[0]
             if sent.num_rows == 0:
                 return
-            # (Spark's hash of a null key is its seed)
-            targets = pa.array([hash_partition(key, plan.num_partitions) if key is not None
-                                else SEED % plan.num_partitions for key in sent.column("key").to_pylist()],
-                               pa.int32())
+            targets = pa.array(key_partitions(sent.column("key"), plan.num_partitions), pa.int32())
             pending = {p: sent.filter(pc.equal(targets, p)) for p in pc.unique(targets).to_pylist()}
         raise RuntimeError(f"sub-topology {plan.sub_id}'s tasks still send rows to each other after "
                            f"{MAX_LOOP_ROUNDS} rounds")
