@@ -38,8 +38,10 @@ PARTITIONS = 4
 
 #: The driver of one run; prints one JSON line per batch, then a summary line.
 DRIVER = """
-import json, os, random, signal, sys, time
+import json, random, sys, time
 import pyarrow as pa
+sys.path.insert(0, {tools!r})
+from spark_cluster import kill_executor
 from streamlib import Consumed, Materialized, Serdes, Streams, StreamsBuilder, StreamsConfig
 from streamlib.spark.session import get_or_create_session
 from streamlib.topics import open_backend
@@ -77,17 +79,8 @@ def produce(keys):
 
 def kill_executor_of(task):
     executor = app.metrics()["placement"]["executors"][task]
-    app_id = spark.sparkContext.applicationId
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            args = open(f"/proc/{{pid}}/cmdline", "rb").read().split(b"\\0")
-        except OSError:
-            continue
-        if b"--app-id" in args and args[args.index(b"--app-id") + 1].decode() == app_id and \\
-                args[args.index(b"--executor-id") + 1].decode() == executor:
-            os.kill(int(pid), signal.SIGKILL)
-            return executor
-    raise AssertionError(f"no process of executor {{executor}}")
+    kill_executor(spark.sparkContext.applicationId, executor)
+    return executor
 
 
 rng = random.Random(7)
@@ -126,7 +119,8 @@ def run_driver(master: str, executors: int, root: Path, args, kill_at: int, stan
     # local[2]: one machine, one state directory; a cluster's workers bring their own
     state_dir = str(root / "state") if not executors else None
     script = textwrap.dedent(DRIVER.format(
-        master=master, root=str(root), executors=executors, conf=conf, partitions=PARTITIONS, state_dir=state_dir,
+        master=master, root=str(root), tools=str(ROOT / "tools"), executors=executors, conf=conf,
+        partitions=PARTITIONS, state_dir=state_dir,
         keys=args.keys, updates=args.updates, batches=args.batches, kill_at=kill_at, standbys=standbys))
     # the driver's query replicas in the run's directory, not in the user's cache
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "STREAMLIB_STATE_DIR": str(root / "driver-state")}

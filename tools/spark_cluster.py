@@ -156,6 +156,22 @@ def status(directory: Path = DEFAULT_DIR) -> Optional[Cluster]:
     return Cluster((directory / "master-url").read_text(), (directory / "web-ui").read_text(), directory)
 
 
+def kill_executor(app_id: str, executor_id: str) -> None:
+    """SIGKILL the executor JVM of Spark application ``app_id`` with id ``executor_id``
+    (found by its command line), as a lost machine would end it."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                args = cmdline.read().split(b"\0")
+        except OSError:
+            continue
+        if b"--app-id" in args and args[args.index(b"--app-id") + 1].decode() == app_id and \
+                args[args.index(b"--executor-id") + 1].decode() == executor_id:
+            os.kill(int(pid), signal.SIGKILL)
+            return
+    raise AssertionError(f"no process of executor {executor_id} of {app_id}")
+
+
 @contextmanager
 def running_cluster(directory: Path, workers: int = 2, cores: int = 1, memory: str = "1g") -> Iterator[Cluster]:
     """A cluster for the duration of the ``with`` block."""

@@ -28,8 +28,10 @@ BATCHES = 4
 STAY_SHARE = 0.99
 
 DRIVER = """
-import json, os, signal, sys, time
+import json, sys, time
 sys.path.insert(0, {tests!r})
+sys.path.insert(0, {tools!r})
+from spark_cluster import kill_executor
 from pathlib import Path
 from streamlib import Streams
 from streamlib.spark.session import get_or_create_session
@@ -55,17 +57,8 @@ changelog_records = []   # task 1_0's, per batch
 def kill_executor_of(task):
     # SIGKILL the executor JVM that ran `task` last (found by its app and executor id)
     executor = app.metrics()["placement"]["executors"][task]
-    app_id = spark.sparkContext.applicationId
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            args = open(f"/proc/{{pid}}/cmdline", "rb").read().split(b"\\0")
-        except OSError:
-            continue
-        if b"--app-id" in args and args[args.index(b"--app-id") + 1].decode() == app_id and \\
-                args[args.index(b"--executor-id") + 1].decode() == executor:
-            os.kill(int(pid), signal.SIGKILL)
-            return executor
-    raise AssertionError(f"no process of executor {{executor}}")
+    kill_executor(spark.sparkContext.applicationId, executor)
+    return executor
 
 
 for batch in range({batches}):
@@ -100,7 +93,7 @@ def run_driver(cluster, root: Path, batches: int, kill_at: int = -1, standbys: i
             # A task waits this long for its executor when that one is busy before running
             # elsewhere: the 3 s default is too short on a loaded machine (moves).
             "spark.locality.wait.process": "60s"}
-    script = textwrap.dedent(DRIVER.format(tests=TESTS, master=cluster.master_url, conf=conf, root=str(root),
+    script = textwrap.dedent(DRIVER.format(tests=TESTS, tools=str(ROOT / "tools"), master=cluster.master_url, conf=conf, root=str(root),
                                            batches=batches, kill_at=kill_at, standbys=standbys))
     (root / "driver").mkdir(parents=True, exist_ok=True)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=1200,
