@@ -52,10 +52,25 @@ class Cluster:
         return [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports of 127.0.0.1 (all held open while choosing, so no two are equal)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _log_tails(directory: Path, lines: int = 15) -> str:
+    """The last lines of each process's log, for an error that says why it did not come up."""
+    tails = []
+    for log in sorted(directory.glob("*.log")):
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+        tails.append(f"--- {log.name}\n" + "\n".join(tail))
+    return "\n".join(tails)
 
 
 def spark_class() -> str:
@@ -66,12 +81,12 @@ def spark_class() -> str:
     return str(found)
 
 
-def _start(directory: Path, name: str, args: list[str], env: dict[str, str]) -> int:
-    log = open(directory / f"{name}.log", "ab")
-    process = subprocess.Popen([spark_class(), *args], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                               env={**os.environ, **env}, start_new_session=True)
+def _start(directory: Path, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    with open(directory / f"{name}.log", "ab") as log:
+        process = subprocess.Popen([spark_class(), *args], stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env={**os.environ, **env}, start_new_session=True)
     (directory / f"{name}.pid").write_text(str(process.pid))
-    return process.pid
+    return process
 
 
 def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: str = "1g",
@@ -81,19 +96,20 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
     if any(_alive_pids(directory)):
         raise SystemExit(f"a cluster started from {directory} still runs: `down` first")
     directory.mkdir(parents=True, exist_ok=True)
-    port, ui_port = free_port(), free_port()
+    port, ui_port, *worker_ports = free_ports(2 + 2 * workers)
     env = {"SPARK_LOCAL_IP": "127.0.0.1", "SPARK_NO_DAEMONIZE": "1", "SPARK_LOG_DIR": str(directory)}
-    _start(directory, "master", [MASTER_CLASS, "--host", "127.0.0.1", "--port", str(port),
-                                 "--webui-port", str(ui_port)], env)
+    started = [_start(directory, "master", [MASTER_CLASS, "--host", "127.0.0.1", "--port", str(port),
+                                            "--webui-port", str(ui_port)], env)]
     cluster = Cluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{ui_port}", directory)
     for i in range(workers):
         own = cluster.worker_dir(i)
         (own / "work").mkdir(parents=True, exist_ok=True)
         (own / "state").mkdir(parents=True, exist_ok=True)
-        _start(directory, f"worker-{i}", [WORKER_CLASS, "--host", "127.0.0.1", "--port", str(free_port()),
-                                          "--webui-port", str(free_port()), "--cores", str(cores),
-                                          "--memory", memory, "--work-dir", str(own / "work"), cluster.master_url],
-               {**env, "SPARK_WORKER_DIR": str(own / "work"), STATE_DIR_VARIABLE: str(own / "state")})
+        args = [WORKER_CLASS, "--host", "127.0.0.1", "--port", str(worker_ports[2 * i]),
+                "--webui-port", str(worker_ports[2 * i + 1]), "--cores", str(cores), "--memory", memory,
+                "--work-dir", str(own / "work"), cluster.master_url]
+        started.append(_start(directory, f"worker-{i}", args, {**env, "SPARK_WORKER_DIR": str(own / "work"),
+                                                                STATE_DIR_VARIABLE: str(own / "state")}))
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -101,9 +117,10 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
                 break
         except (OSError, ValueError):
             pass   # the master's web UI is not up yet, or answered before its JSON was ready
-        if time.monotonic() > deadline or len(_alive_pids(directory)) < workers + 1:
+        # the processes this call started (not their command lines, which are empty while they exec)
+        if time.monotonic() > deadline or any(process.poll() is not None for process in started):
             down(directory)
-            raise RuntimeError(f"the cluster did not come up (logs in {directory})")
+            raise RuntimeError(f"the cluster did not come up (logs in {directory}):\n{_log_tails(directory)}")
         time.sleep(0.5)
     (directory / "master-url").write_text(cluster.master_url)
     (directory / "web-ui").write_text(cluster.web_ui)
@@ -111,12 +128,19 @@ def up(directory: Path = DEFAULT_DIR, workers: int = 2, cores: int = 1, memory: 
 
 
 def _is_ours(pid: int) -> bool:
-    """Whether ``pid`` still runs a Spark master or worker (not a process that reused the id)."""
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return False
-    return MASTER_CLASS in command or WORKER_CLASS in command
+    """Whether ``pid`` still runs a Spark master or worker (not a process that reused the id).
+    A live process's command line reads empty while it execs (``spark-class`` execs
+    ``java``): wait that out rather than take it for someone else's."""
+    for _ in range(50):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        if command or state == "Z":
+            return MASTER_CLASS in command or WORKER_CLASS in command
+        time.sleep(0.02)
+    return False
 
 
 def _alive_pids(directory: Path) -> dict[Path, int]:
