@@ -26,6 +26,8 @@ CHANGELOG_OFFSET = b"changelog_offset"
 #: the changelog's log epoch at ``changelog_offset`` (see streamlib.topics.epochs)
 CHANGELOG_EPOCH = b"changelog_epoch"
 UNDO = b"undo"
+#: ``Changelog.read``'s ``before_batch`` that reads every batch's records
+_ALL_BATCHES = 2 ** 62
 log = logging.getLogger("streamlib.state")
 
 
@@ -179,17 +181,34 @@ class TaskStore:
         self.metrics.restore_seconds += time.perf_counter() - started
 
     def _log_again(self) -> bool:
-        """Append the copy's whole contents to its changelog as its last batch (the
-        records the changelog lost are among them; compaction drops the rest); False if
-        the changelog refused it as a duplicate of that batch."""
+        """Append the copy's whole contents to its changelog as its last batch, with a
+        delete of every key the changelog still holds and the copy does not (the lost
+        records may have been its delete); compaction drops the rest. False if the
+        changelog refused it as a duplicate of that batch."""
         items = list(self._db.scan((None, None)))
+        held = {key for key, _ in items}
+        gone = [key for key in self._keys_logged() if key not in held]
         last = self._meta_int(LAST_BATCH)
-        written, end = self.changelog.append(NO_BATCH if last is None else last, [k for k, _ in items],
-                                             [v for _, v in items], [None] * len(items))
+        written, end = self.changelog.append(NO_BATCH if last is None else last,
+                                             [k for k, _ in items] + gone,
+                                             [v for _, v in items] + [None] * len(gone),
+                                             [None] * (len(items) + len(gone)))
         if written:
             self._db.write((), {CHANGELOG_OFFSET: _encode_int(end),
                                 CHANGELOG_EPOCH: _encode_int(self.changelog.epoch_at(end))})
         return written
+
+    def _keys_logged(self) -> list[bytes]:
+        """The keys whose last record in the changelog is a value (not a delete)."""
+        log_start, log_end = self.changelog.offsets(create=False)
+        alive: dict[bytes, None] = {}
+        for chunk in self.changelog.read(log_start, log_end, _ALL_BATCHES, self._restore_chunk):
+            for key, value in zip(chunk.keys, chunk.values):
+                if value is None:
+                    alive.pop(key, None)
+                else:
+                    alive[key] = None
+        return list(alive)
 
     # -- commit ------------------------------------------------------------------------
 

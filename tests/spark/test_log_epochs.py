@@ -204,3 +204,34 @@ def test_a_copy_logs_again_what_only_it_still_reflects(tmp_path, caplog):
     with open_copy("b") as b:
         b.begin(2)
         assert dict(b["counts"].all()) == {b"x": b"0", b"y": b"1"}
+
+
+def test_a_copy_logged_again_deletes_what_the_lost_records_deleted(tmp_path):
+    """Batch 1 deleted ``y`` and its changelog frame was lost: the copy that reflects it
+    logs its contents again with a delete of ``y``, so a copy restored later does not
+    bring ``y`` back (found by ``make faults``: an expired window's deletes lost)."""
+    root = str(tmp_path / "log")
+    backend = open_backend(f"local://{root}?fsync=false")
+    spec = StoreSpec("counts", changelog_topic="app-counts-changelog")
+
+    def open_copy(name):
+        return open_task_stores(tmp_path / name, [spec], backend=backend, partition=0, num_partitions=1,
+                                producer_prefix="app")
+
+    with open_copy("a") as a:
+        a.begin(0)
+        a["counts"].put(b"x", b"0")
+        a["counts"].put(b"y", b"0")
+        a.commit()
+        a.begin(1)
+        a["counts"].delete(b"y")
+        a.commit()
+    segment = last_segment(root, "app-counts-changelog")
+    with open(segment, "r+b") as f:  # batch 1's frame (the delete of y) is torn
+        f.truncate(os.path.getsize(segment) - 5)
+    with open_copy("a") as a:
+        a.begin(2)
+        assert dict(a["counts"].all()) == {b"x": b"0"}
+    with open_copy("b") as b:
+        b.begin(2)
+        assert dict(b["counts"].all()) == {b"x": b"0"}
