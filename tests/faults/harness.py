@@ -31,6 +31,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 from streamlib.topics import open_backend  # noqa: E402
 from runner import bootstrap_of  # noqa: E402
 from topologies import REGISTRY, FaultTopology  # noqa: E402
+from runlog import _PREVIOUS, TABLE_HEAD, _log, table_from_log, table_row  # noqa: E402,F401
 
 POINTS = ("restore", "mid-batch", "store-commit", "sink-append", "spark-commit", "timer")
 #: The longest one runner process may take (a run that processes all the input after
@@ -66,28 +67,10 @@ class Outcome:
                 "points": dict(self.points), "damage_totals": dict(self.damage)}
 
 
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
-TABLE_HEAD = ("| topology | kills | restarts | records | mismatches | failed runs | restart time: mean to "
-              "first commit (JVM up / app built / first batch) | damage |\n|---|---|---|---|---|---|---|---|")
-
-
 def last_error_line(ended: str) -> str:
     """The error a failed run's stderr ends with (``streamlib.<module>.<Error>: ...``)."""
     lines = [line for line in ended.splitlines() if line.strip()]
     return lines[-1].strip() if lines else ended
-
-
-def table_row(topology: str, kills: int, restarts: int, records: int, mismatches: int,
-              restart_seconds: list[float], phases: dict[str, list[float]], compared: bool = True,
-              failures: int = 0, damage: dict[str, int] | None = None) -> str:
-    split = " / ".join(f"{_mean(phases.get(p, [])):.0f}" for p in ("session", "app", "first-batch"))
-    checked = "" if compared else " (not compared yet: run cut short)"
-    damaged = ", ".join(f"{kind[:90]} {n}".replace("|", "/") for kind, n in sorted((damage or {}).items()))
-    return (f"| {topology} | {kills} | {restarts} | {records} | {mismatches}{checked} | {failures} | "
-            f"{_mean(restart_seconds):.0f} s ({split} s) | {damaged or '-'} |")
 
 
 def produce_inputs(workdir: Path, spec: FaultTopology, seed: int) -> int:
@@ -327,8 +310,9 @@ def damage_state(workdir: Path, rng: random.Random) -> str | None:
     return None
 
 
-#: Failure-free runs already made in this process, by (topology, seed, input size):
-#: (a pristine copy of the run directory, its duration). Tests share them.
+#: Failure-free runs already made in this process, by (topology, the seeds of the inputs
+#: given one after the other, those inputs): (a pristine copy of the run directory after
+#: the last, the first run's duration). Tests and damage runs share them.
 _REFERENCES: dict[tuple, tuple[Path, float]] = {}
 
 
@@ -353,34 +337,48 @@ def _failure_free(workdir: Path, name: str, spark=None) -> float:
     return time.time() - started + PROCESS_START_SECONDS
 
 
-def reference_run(spec: FaultTopology, workdir: Path, seed: int, spark=None) -> float:
-    """The failure-free run (in ``spark`` if given, else a runner process); returns its
-    duration (the timer kills' time scale). The same topology, seed and input again in
-    this process copies the first run's directory instead of running it again."""
-    inputs = spec.inputs(seed)
-    identity = (spec.name, seed, repr(sorted((t, d.records) for t, d in inputs.items())))
-    if identity in _REFERENCES:
-        pristine, seconds = _REFERENCES[identity]
-        if pristine.exists():
-            shutil.copytree(pristine, workdir)
-            return seconds
-    workdir.mkdir(parents=True, exist_ok=True)
-    produce_inputs(workdir, spec, seed)
-    seconds = _failure_free(workdir, spec.name, spark)
-    pristine = workdir.parent / f"{workdir.name}-pristine"
-    shutil.copytree(workdir, pristine)
-    _REFERENCES[identity] = (pristine, seconds)
-    return seconds
+def _identity(spec: FaultTopology, seeds: tuple[int, ...]) -> tuple:
+    inputs = [sorted((t, d.records) for t, d in spec.inputs(seed).items()) for seed in seeds]
+    return (spec.name, seeds, repr(inputs))
 
 
-def _log(log: Path | None, entry: dict, verbose: bool) -> None:
-    """One line per run, appended to ``log`` as JSON (a cut-short run still has them
-    all: ``harness.py --table LOG`` makes the summary table from them)."""
-    if log is not None:
-        with open(log, "a") as f:
-            f.write(json.dumps(entry) + "\n")
-    if verbose:
-        print(json.dumps(entry)[:400], flush=True)
+def reference_run(spec: FaultTopology, workdir: Path, seed: int, spark=None, later: tuple[int, ...] = ()) -> float:
+    """The failure-free run of the input of ``seed`` (in ``spark`` if given, else a
+    runner process), then for each seed of ``later`` its input appended and one more
+    run; returns the first run's duration (the timer kills' time scale). What this
+    process already ran (the same topology, seeds and input) is copied, not run again."""
+    seeds = (seed, *later)
+    done = next((n for n in range(len(seeds), 0, -1) if _pristine(spec, seeds[:n])), 0)
+    if done:
+        copy_reference(spec, seeds[:done], workdir)
+    else:
+        workdir.mkdir(parents=True, exist_ok=True)
+    for n in range(done, len(seeds)):
+        produce_inputs(workdir, spec, seeds[n])
+        seconds = _failure_free(workdir, spec.name, spark)
+        pristine = workdir.parent / f"{workdir.name}-pristine{n + 1}"
+        shutil.rmtree(pristine, ignore_errors=True)
+        shutil.copytree(workdir, pristine)
+        _REFERENCES[_identity(spec, seeds[:n + 1])] = (pristine, seconds if n == 0 else _first_seconds(spec, seed))
+    return _first_seconds(spec, seed)
+
+
+def _pristine(spec: FaultTopology, seeds: tuple[int, ...]) -> Path | None:
+    pristine, _ = _REFERENCES.get(_identity(spec, seeds), (None, 0.0))
+    return pristine if pristine is not None and pristine.exists() else None
+
+
+def _first_seconds(spec: FaultTopology, seed: int) -> float:
+    return _REFERENCES[_identity(spec, (seed,))][1]
+
+
+def copy_reference(spec: FaultTopology, seeds: tuple[int, ...], workdir: Path) -> int:
+    """Copy the failure-free run directory after the inputs of ``seeds`` (one after
+    the other, a run each; made by :func:`reference_run`) to ``workdir`` (which may be
+    an empty mount point): a faulty run's first runs without a fault, without running
+    them again. Returns the number of input records."""
+    shutil.copytree(_pristine(spec, seeds), workdir, dirs_exist_ok=True)
+    return sum(len(d.records) for seed in seeds for d in spec.inputs(seed).values())
 
 
 def _restarted(outcome: Outcome, run: Run) -> None:
@@ -390,10 +388,6 @@ def _restarted(outcome: Outcome, run: Run) -> None:
         for name in ("session", "app", "first-batch"):
             if name in run.phases:
                 outcome.phases[name].append(run.phases[name] - run.phases.get(_PREVIOUS[name], 0.0))
-
-
-#: Each phase's time is from the end of the one before it.
-_PREVIOUS = {"session": "", "app": "session", "first-batch": "app"}
 
 
 def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbose: bool = False,
@@ -479,40 +473,6 @@ def executor_kill_run(spec: FaultTopology, root: Path, seed: int = 0, hit: int =
     outcome.mismatches.extend(compare(spec, root / "reference", workdir))
     outcome.compared = True
     return outcome, killed
-
-
-def table_from_log(log: Path) -> str:
-    """The summary table from a run log (complete or cut short)."""
-    rows: dict[str, dict] = {}
-    for entry in map(json.loads, filter(None, log.read_text().splitlines())):
-        row = rows.setdefault(entry["topology"], dict(kills=0, restarts=0, records=0, mismatches=0,
-                                                      restart_seconds=[], phases=defaultdict(list),
-                                                      compared=False, failures=0, damage={}))
-        row["records"] = max(row["records"], entry.get("records", 0))
-        if entry["run"] == "reference":
-            continue
-        if entry["run"] == "damage":
-            row.update(kills=entry["kills"], restarts=entry["restarts"], mismatches=len(entry["mismatches"]),
-                       failures=len(entry["failures"]), compared=entry["compared"],
-                       damage=entry["damage_totals"])
-            continue
-        if entry.get("ended") == "killed":
-            row["kills"] += 1
-        if entry["run"] == "final" or entry.get("restart"):
-            row["restarts"] += 1
-            phases = entry.get("phases", {})
-            if "first-batch" in phases:
-                row["restart_seconds"].append(phases["first-batch"])
-                for name in ("session", "app", "first-batch"):
-                    if name in phases:
-                        row["phases"][name].append(phases[name] - phases.get(_PREVIOUS[name], 0.0))
-        if str(entry.get("ended", "")).startswith("failed"):
-            row["failures"] += 1
-        if entry["run"] == "final":
-            row["mismatches"] += len(entry["mismatches"])
-            row["compared"] = entry["ended"] == "done"
-            row["damage"] = entry.get("damage_totals", {})
-    return "\n".join([TABLE_HEAD] + [table_row(name, **row) for name, row in rows.items()])
 
 
 def share_of(stop: float | None, topologies_left: int) -> float | None:
