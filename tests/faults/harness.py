@@ -542,10 +542,11 @@ def main(argv: list[str] | None = None) -> int:
                                                   stop_killing_at=share_of(stop, len(names) - i))
                  for i, name in enumerate(names)] if args.kills else []
     for run in damage_runs + kill_runs:
+        started = time.time()
         outcome = run()
         outcomes.append(outcome)
         if run in damage_runs:  # a kill run logs each of its runs itself
-            _log(log, outcome.entry(), verbose=True)
+            _log(log, {**outcome.entry(), "seconds": round(time.time() - started, 1)}, verbose=True)
         print(f"{outcome.topology}: kills by point {dict(outcome.points)}, damage {dict(outcome.damage)}",
               flush=True)
         for problem in outcome.mismatches[:20] + outcome.failures[:5]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -28,8 +29,10 @@ def table_row(topology: str, kills: int, restarts: int, records: int, mismatches
 
 
 def _log(log: Path | None, entry: dict, verbose: bool) -> None:
-    """One line per run, appended to ``log`` as JSON (a cut-short run still has them
-    all: ``harness.py --table LOG`` makes the summary table from them)."""
+    """One line per run, appended to ``log`` as JSON with the time it ended (``at``,
+    epoch seconds; a cut-short run still has them all: ``harness.py --table LOG`` makes
+    the summary table from them)."""
+    entry = {**entry, "at": round(time.time(), 1)}
     if log is not None:
         with open(log, "a") as f:
             f.write(json.dumps(entry) + "\n")
