@@ -29,8 +29,9 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from streamlib.topics import open_backend  # noqa: E402
-from runner import bootstrap_of  # noqa: E402
+from runner import JAVA_OPTIONS_VARIABLE, bootstrap_of  # noqa: E402
 from topologies import REGISTRY, FaultTopology  # noqa: E402
+from runlog import _PREVIOUS, TABLE_HEAD, _log, table_from_log, table_row  # noqa: E402,F401
 
 POINTS = ("restore", "mid-batch", "store-commit", "sink-append", "spark-commit", "timer")
 #: The longest one runner process may take (a run that processes all the input after
@@ -66,28 +67,10 @@ class Outcome:
                 "points": dict(self.points), "damage_totals": dict(self.damage)}
 
 
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
-TABLE_HEAD = ("| topology | kills | restarts | records | mismatches | failed runs | restart time: mean to "
-              "first commit (JVM up / app built / first batch) | damage |\n|---|---|---|---|---|---|---|---|")
-
-
 def last_error_line(ended: str) -> str:
     """The error a failed run's stderr ends with (``streamlib.<module>.<Error>: ...``)."""
     lines = [line for line in ended.splitlines() if line.strip()]
     return lines[-1].strip() if lines else ended
-
-
-def table_row(topology: str, kills: int, restarts: int, records: int, mismatches: int,
-              restart_seconds: list[float], phases: dict[str, list[float]], compared: bool = True,
-              failures: int = 0, damage: dict[str, int] | None = None) -> str:
-    split = " / ".join(f"{_mean(phases.get(p, [])):.0f}" for p in ("session", "app", "first-batch"))
-    checked = "" if compared else " (not compared yet: run cut short)"
-    damaged = ", ".join(f"{kind[:90]} {n}".replace("|", "/") for kind, n in sorted((damage or {}).items()))
-    return (f"| {topology} | {kills} | {restarts} | {records} | {mismatches}{checked} | {failures} | "
-            f"{_mean(restart_seconds):.0f} s ({split} s) | {damaged or '-'} |")
 
 
 def produce_inputs(workdir: Path, spec: FaultTopology, seed: int) -> int:
@@ -107,8 +90,21 @@ def _commits(workdir: Path) -> int:
     return len(glob.glob(str(workdir / "log" / "_checkpoints" / "faults" / "commits" / "[0-9]*")))
 
 
-def _env(workdir: Path, point: str | None, hit: int) -> dict:
+#: The driver JVM of every runner process compiles with C1 only and collects with the
+#: serial collector: a run lives for seconds, and C2's and G1's threads took a third of
+#: its CPU (2026-11-28: 28 instead of 44 CPU seconds for a counts run).
+JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: A class archive (AppCDS) of the driver JVM, made at the exit of the first failure-free
+#: run of ``make faults`` and mapped by every later JVM instead of loading and verifying
+#: Spark's 14000 classes again (with C1: 25 instead of 44 CPU seconds). None: no archive.
+CLASS_ARCHIVE: Path | None = None
+
+
+def _env(workdir: Path, point: str | None, hit: int, java_options: str = "") -> dict:
     env = dict(os.environ)
+    if CLASS_ARCHIVE is not None and CLASS_ARCHIVE.exists():
+        java_options += f" -XX:SharedArchiveFile={CLASS_ARCHIVE}"
+    env[JAVA_OPTIONS_VARIABLE] = f"{JAVA_OPTIONS} {java_options}".strip()
     paths = [str(HERE / "inject"), str(HERE), str(HERE.parent), env.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     for name in ("STREAMLIB_FAULT_POINT", "STREAMLIB_FAULT_PGID", "STREAMLIB_FAULT_HIT"):
@@ -122,15 +118,20 @@ def _env(workdir: Path, point: str | None, hit: int) -> dict:
     return env
 
 
-def _wait_group_gone(pgid: int) -> None:
-    deadline = time.time() + 60
+def _wait_group_gone(pgid: int, timeout: float = 60.0) -> bool:
+    deadline = time.time() + timeout
     while time.time() < deadline:
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
-            return
+            return True
         time.sleep(0.05)
-    raise RuntimeError(f"process group {pgid} survived SIGKILL")
+    return False
+
+
+def _group_killed(pgid: int) -> None:
+    if not _wait_group_gone(pgid):
+        raise RuntimeError(f"process group {pgid} survived SIGKILL")
 
 
 @dataclass
@@ -142,6 +143,7 @@ class Run:
     ended: str
     seconds: float
     phases: dict[str, float]
+    pgid: int = 0  # the runner's process group (its JVM's too)
 
     @property
     def first_commit(self) -> float | None:
@@ -177,14 +179,15 @@ def _phases(workdir: Path, started: float) -> dict[str, float]:
 
 
 def run_once(workdir: Path, name: str, point: str | None = None, hit: int = 1,
-             kill_after: float | None = None, master: str = "local[2]") -> Run:
-    """Start the runner (on ``master``); return how it ended, and its phases."""
+             kill_after: float | None = None, master: str = "local[2]", java_options: str = "") -> Run:
+    """Start the runner (on ``master``, its driver JVM with ``java_options`` too);
+    return how it ended, and its phases."""
     before = _commits(workdir)
     for log in ("phases.jsonl", "trace.jsonl"):
         (workdir / log).unlink(missing_ok=True)
     started = time.time()
     proc = subprocess.Popen([sys.executable, str(HERE / "runner.py"), str(workdir), name, master],
-                            env=_env(workdir, point, hit), start_new_session=True,
+                            env=_env(workdir, point, hit, java_options), start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=open(workdir / "runner.err", "w"))
     try:
         first_commit = None
@@ -197,8 +200,8 @@ def run_once(workdir: Path, name: str, point: str | None = None, hit: int = 1,
             if now > RUN_TIMEOUT:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-                _wait_group_gone(proc.pid)
-                return Run("failed: timed out", now, _phases(workdir, started))
+                _group_killed(proc.pid)
+                return Run("failed: timed out", now, _phases(workdir, started), proc.pid)
             time.sleep(0.1)
     except BaseException:  # e.g. a test's timeout: leave no JVM behind
         os.killpg(proc.pid, signal.SIGKILL)
@@ -210,11 +213,12 @@ def run_once(workdir: Path, name: str, point: str | None = None, hit: int = 1,
         phases["first-batch"] = first_commit
     seconds = time.time() - started
     if proc.returncode == -signal.SIGKILL:
-        _wait_group_gone(proc.pid)
-        return Run("killed", seconds, phases)
+        _group_killed(proc.pid)
+        return Run("killed", seconds, phases, proc.pid)
     if proc.returncode == 0:
-        return Run("done", seconds, phases)
-    return Run(f"failed: exit {proc.returncode}: {(workdir / 'runner.err').read_text()[-3000:]}", seconds, phases)
+        return Run("done", seconds, phases, proc.pid)
+    error = (workdir / "runner.err").read_text()[-3000:]
+    return Run(f"failed: exit {proc.returncode}: {error}", seconds, phases, proc.pid)
 
 
 def read_outputs(workdir: Path, spec: FaultTopology) -> dict[str, list[tuple]]:
@@ -327,8 +331,9 @@ def damage_state(workdir: Path, rng: random.Random) -> str | None:
     return None
 
 
-#: Failure-free runs already made in this process, by (topology, seed, input size):
-#: (a pristine copy of the run directory, its duration). Tests share them.
+#: Failure-free runs already made in this process, by (topology, the seeds of the inputs
+#: given one after the other, those inputs): (a pristine copy of the run directory after
+#: the last, the first run's duration). Tests and damage runs share them.
 _REFERENCES: dict[tuple, tuple[Path, float]] = {}
 
 
@@ -342,9 +347,13 @@ def _failure_free(workdir: Path, name: str, spark=None) -> float:
     """One failure-free run to the end: a runner process, or in ``spark`` (this
     process's session); returns its seconds, as a runner process would take them."""
     if spark is None:
-        run = run_once(workdir, name)
+        archive = CLASS_ARCHIVE is not None and not CLASS_ARCHIVE.exists()
+        partial = CLASS_ARCHIVE.with_suffix(".partial") if archive else None
+        run = run_once(workdir, name, java_options=f"-XX:ArchiveClassesAtExit={partial}" if archive else "")
         if run.ended != "done":
             raise RuntimeError(f"the failure-free run of {name} failed: {run.ended}")
+        if archive and _wait_group_gone(run.pgid, 600.0) and partial.exists():
+            partial.rename(CLASS_ARCHIVE)  # written by the JVM at its exit, after the runner's
         return run.seconds
     from runner import run_to_end
 
@@ -353,34 +362,48 @@ def _failure_free(workdir: Path, name: str, spark=None) -> float:
     return time.time() - started + PROCESS_START_SECONDS
 
 
-def reference_run(spec: FaultTopology, workdir: Path, seed: int, spark=None) -> float:
-    """The failure-free run (in ``spark`` if given, else a runner process); returns its
-    duration (the timer kills' time scale). The same topology, seed and input again in
-    this process copies the first run's directory instead of running it again."""
-    inputs = spec.inputs(seed)
-    identity = (spec.name, seed, repr(sorted((t, d.records) for t, d in inputs.items())))
-    if identity in _REFERENCES:
-        pristine, seconds = _REFERENCES[identity]
-        if pristine.exists():
-            shutil.copytree(pristine, workdir)
-            return seconds
-    workdir.mkdir(parents=True, exist_ok=True)
-    produce_inputs(workdir, spec, seed)
-    seconds = _failure_free(workdir, spec.name, spark)
-    pristine = workdir.parent / f"{workdir.name}-pristine"
-    shutil.copytree(workdir, pristine)
-    _REFERENCES[identity] = (pristine, seconds)
-    return seconds
+def _identity(spec: FaultTopology, seeds: tuple[int, ...]) -> tuple:
+    inputs = [sorted((t, d.records) for t, d in spec.inputs(seed).items()) for seed in seeds]
+    return (spec.name, seeds, repr(inputs))
 
 
-def _log(log: Path | None, entry: dict, verbose: bool) -> None:
-    """One line per run, appended to ``log`` as JSON (a cut-short run still has them
-    all: ``harness.py --table LOG`` makes the summary table from them)."""
-    if log is not None:
-        with open(log, "a") as f:
-            f.write(json.dumps(entry) + "\n")
-    if verbose:
-        print(json.dumps(entry)[:400], flush=True)
+def reference_run(spec: FaultTopology, workdir: Path, seed: int, spark=None, later: tuple[int, ...] = ()) -> float:
+    """The failure-free run of the input of ``seed`` (in ``spark`` if given, else a
+    runner process), then for each seed of ``later`` its input appended and one more
+    run; returns the first run's duration (the timer kills' time scale). What this
+    process already ran (the same topology, seeds and input) is copied, not run again."""
+    seeds = (seed, *later)
+    done = next((n for n in range(len(seeds), 0, -1) if _pristine(spec, seeds[:n])), 0)
+    if done:
+        copy_reference(spec, seeds[:done], workdir)
+    else:
+        workdir.mkdir(parents=True, exist_ok=True)
+    for n in range(done, len(seeds)):
+        produce_inputs(workdir, spec, seeds[n])
+        seconds = _failure_free(workdir, spec.name, spark)
+        pristine = workdir.parent / f"{workdir.name}-pristine{n + 1}"
+        shutil.rmtree(pristine, ignore_errors=True)
+        shutil.copytree(workdir, pristine)
+        _REFERENCES[_identity(spec, seeds[:n + 1])] = (pristine, seconds if n == 0 else _first_seconds(spec, seed))
+    return _first_seconds(spec, seed)
+
+
+def _pristine(spec: FaultTopology, seeds: tuple[int, ...]) -> Path | None:
+    pristine, _ = _REFERENCES.get(_identity(spec, seeds), (None, 0.0))
+    return pristine if pristine is not None and pristine.exists() else None
+
+
+def _first_seconds(spec: FaultTopology, seed: int) -> float:
+    return _REFERENCES[_identity(spec, (seed,))][1]
+
+
+def copy_reference(spec: FaultTopology, seeds: tuple[int, ...], workdir: Path) -> int:
+    """Copy the failure-free run directory after the inputs of ``seeds`` (one after
+    the other, a run each; made by :func:`reference_run`) to ``workdir`` (which may be
+    an empty mount point): a faulty run's first runs without a fault, without running
+    them again. Returns the number of input records."""
+    shutil.copytree(_pristine(spec, seeds), workdir, dirs_exist_ok=True)
+    return sum(len(d.records) for seed in seeds for d in spec.inputs(seed).values())
 
 
 def _restarted(outcome: Outcome, run: Run) -> None:
@@ -390,10 +413,6 @@ def _restarted(outcome: Outcome, run: Run) -> None:
         for name in ("session", "app", "first-batch"):
             if name in run.phases:
                 outcome.phases[name].append(run.phases[name] - run.phases.get(_PREVIOUS[name], 0.0))
-
-
-#: Each phase's time is from the end of the one before it.
-_PREVIOUS = {"session": "", "app": "session", "first-batch": "app"}
 
 
 def fault_run(spec: FaultTopology, root: Path, kills: int, seed: int = 0, verbose: bool = False,
@@ -481,40 +500,6 @@ def executor_kill_run(spec: FaultTopology, root: Path, seed: int = 0, hit: int =
     return outcome, killed
 
 
-def table_from_log(log: Path) -> str:
-    """The summary table from a run log (complete or cut short)."""
-    rows: dict[str, dict] = {}
-    for entry in map(json.loads, filter(None, log.read_text().splitlines())):
-        row = rows.setdefault(entry["topology"], dict(kills=0, restarts=0, records=0, mismatches=0,
-                                                      restart_seconds=[], phases=defaultdict(list),
-                                                      compared=False, failures=0, damage={}))
-        row["records"] = max(row["records"], entry.get("records", 0))
-        if entry["run"] == "reference":
-            continue
-        if entry["run"] == "damage":
-            row.update(kills=entry["kills"], restarts=entry["restarts"], mismatches=len(entry["mismatches"]),
-                       failures=len(entry["failures"]), compared=entry["compared"],
-                       damage=entry["damage_totals"])
-            continue
-        if entry.get("ended") == "killed":
-            row["kills"] += 1
-        if entry["run"] == "final" or entry.get("restart"):
-            row["restarts"] += 1
-            phases = entry.get("phases", {})
-            if "first-batch" in phases:
-                row["restart_seconds"].append(phases["first-batch"])
-                for name in ("session", "app", "first-batch"):
-                    if name in phases:
-                        row["phases"][name].append(phases[name] - phases.get(_PREVIOUS[name], 0.0))
-        if str(entry.get("ended", "")).startswith("failed"):
-            row["failures"] += 1
-        if entry["run"] == "final":
-            row["mismatches"] += len(entry["mismatches"])
-            row["compared"] = entry["ended"] == "done"
-            row["damage"] = entry.get("damage_totals", {})
-    return "\n".join([TABLE_HEAD] + [table_row(name, **row) for name, row in rows.items()])
-
-
 def share_of(stop: float | None, topologies_left: int) -> float | None:
     """When the next topology's kills stop: an equal share of the time left to ``stop``."""
     if stop is None:
@@ -541,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, help="input records per topology (default: the topology's)")
     parser.add_argument("--run-timeout", type=float, default=RUN_TIMEOUT,
                         help="seconds one run may take before it counts as failed")
+    parser.add_argument("--no-class-archive", action="store_true", help="no class archive (AppCDS) for "
+                        "the driver JVMs (default: made by the first failure-free run, in the workdir)")
     args = parser.parse_args(argv)
     globals()["RUN_TIMEOUT"] = args.run_timeout
     if args.table:
@@ -552,6 +539,8 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.workdir or tempfile.mkdtemp(prefix="streamlib-faults-"))
     root.mkdir(parents=True, exist_ok=True)
     log = Path(args.log) if args.log else root / "runs.jsonl"
+    if not args.no_class_archive:
+        globals()["CLASS_ARCHIVE"] = root / "driver-classes.jsa"
     print(f"workdir {root}, run log {log}", flush=True)
     stop = None
     if args.stop_killing_at:
@@ -582,10 +571,11 @@ def main(argv: list[str] | None = None) -> int:
                                                   stop_killing_at=share_of(stop, len(names) - i))
                  for i, name in enumerate(names)] if args.kills else []
     for run in damage_runs + kill_runs:
+        started = time.time()
         outcome = run()
         outcomes.append(outcome)
         if run in damage_runs:  # a kill run logs each of its runs itself
-            _log(log, outcome.entry(), verbose=True)
+            _log(log, {**outcome.entry(), "seconds": round(time.time() - started, 1)}, verbose=True)
         print(f"{outcome.topology}: kills by point {dict(outcome.points)}, damage {dict(outcome.damage)}",
               flush=True)
         for problem in outcome.mismatches[:20] + outcome.failures[:5]:

@@ -10,6 +10,7 @@ compiled, topics checked), ``done``; the first batch commit the harness sees its
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from dataclasses import replace
@@ -19,13 +20,23 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from streamlib import Streams, StreamsConfig  # noqa: E402
-from streamlib.spark.session import get_or_create_session  # noqa: E402
+from streamlib.spark.session import LOG4J_CONFIG, get_or_create_session  # noqa: E402
 from spark_session import TEST_CONF  # noqa: E402
 from topologies import REGISTRY  # noqa: E402
 
 #: Spark settings of a fault run on top of the tests' own: no Kafka jars (the embedded
 #: log needs none, and each jar is opened at every JVM start and task launch).
 RUN_CONF = {**TEST_CONF, "spark.jars": ""}
+
+
+#: Options for the driver JVM, from the harness (``-XX:`` flags: a C1-only JIT, a class
+#: archive), on top of streamlib's own (its log configuration).
+JAVA_OPTIONS_VARIABLE = "STREAMLIB_FAULT_JAVA_OPTIONS"
+
+
+def java_options_conf() -> dict:
+    extra = os.environ.get(JAVA_OPTIONS_VARIABLE, "").strip()
+    return {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG} {extra}"} if extra else {}
 
 
 #: A file in the run directory naming a Kafka broker (``kafka://host:port``) to run on
@@ -78,7 +89,8 @@ def main(workdir: str, name: str, master: str = "local[2]") -> int:
     root = Path(workdir)
     phase(root, "imports")
     conf = dict(TEST_CONF if bootstrap_of(root).startswith("kafka://") else RUN_CONF,  # Kafka: its jars
-                **({"spark.executor.memory": "1g"} if master.startswith("local-cluster") else {}))
+                **({"spark.executor.memory": "1g"} if master.startswith("local-cluster") else {}),
+                **java_options_conf())
     spark = get_or_create_session(master, "faults", conf)
     spark.sparkContext.setLogLevel("ERROR")
     wait_for_executors(spark, master)
