@@ -32,12 +32,15 @@ BACKLOG = 1024
 MAX_WAITING = min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2)
 #: a connection that sends no request for this long is closed
 IDLE_SECONDS = 30.0
+#: how often the selector thread looks for idle connections to close
+IDLE_CHECK_SECONDS = 1.0
 #: connections waiting for a worker, per worker
 QUEUE_PER_THREAD = 16
 #: connections waiting to be told 503 at once; more are closed
 REJECT_QUEUE = 256
 #: what a client that hung up mid-request raises
 DISCONNECTS = (ConnectionError, TimeoutError, ssl.SSLError, OSError)
+_PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
 
 
 class Connection:
@@ -54,8 +57,7 @@ class Connection:
 
     def open(self, timeout: float, tls: Optional[ssl.SSLContext]) -> None:
         """Before its first request: blocking with a timeout, no Nagle delay, TLS."""
-        self.sock.setblocking(True)
-        self.sock.settimeout(timeout)
+        self.sock.settimeout(timeout)   # blocking, with a timeout
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if tls is not None:
             self.sock = tls.wrap_socket(self.sock, server_side=True)
@@ -115,10 +117,14 @@ class PooledServer:
         self._selector.register(self._wake_r, selectors.EVENT_READ)
         #: connections waiting for a request, and until when
         self._waiting: dict[Connection, float] = {}
+        self._next_idle_check = 0.0
         #: kept-alive connections the workers hand back to the selector thread
         self._returned: queue.SimpleQueue = queue.SimpleQueue()
-        self._jobs: queue.Queue = queue.Queue(maxsize=threads * QUEUE_PER_THREAD)
-        self._rejects: queue.Queue = queue.Queue(maxsize=REJECT_QUEUE)
+        # Only the selector thread puts, so ``qsize()`` bounds the queues; a SimpleQueue
+        # hands a connection over in C, a Queue in Python under its own locks.
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._max_jobs = threads * QUEUE_PER_THREAD
+        self._rejects: queue.SimpleQueue = queue.SimpleQueue()
         self._running = False
         self._threads = [threading.Thread(target=self._accept, name="streamlib-http-accept", daemon=True)]
         self._threads += [threading.Thread(target=self._work, args=(self._jobs, False),
@@ -140,10 +146,7 @@ class PooledServer:
         self._wake()
         for q in (self._jobs, self._rejects):
             for _ in self._threads:
-                try:
-                    q.put_nowait(None)
-                except queue.Full:
-                    break
+                q.put(None)
         for thread in self._threads:
             if thread.is_alive():
                 thread.join(self._timeout + 1.0)
@@ -178,7 +181,8 @@ class PooledServer:
                         conn.close()
                     else:
                         self._dispatch(conn)
-            self._close_idle()
+            if time.monotonic() >= self._next_idle_check:
+                self._close_idle()
 
     def _accept_all(self) -> None:
         while True:
@@ -190,7 +194,16 @@ class PooledServer:
                 log.warning("query endpoint: accept failed: %s", exc)
                 time.sleep(0.1)
                 return
-            self._wait_for_request(Connection(sock, address))
+            conn = Connection(sock, address)
+            # A client sends its request right after connecting: often it is here
+            # already and the connection goes to a worker without a selector round.
+            arrived = self._arrived(conn)
+            if arrived is None:
+                self._wait_for_request(conn)
+            elif arrived:
+                self._dispatch(conn)
+            else:
+                conn.close()
 
     def _drain_wake(self) -> None:
         try:
@@ -211,28 +224,33 @@ class PooledServer:
 
     def _hung_up(self, conn: Connection) -> bool:
         """Whether the client closed (or reset) the connection instead of sending a
-        request: then it needs no worker. Peeks at the raw bytes (TLS records too)."""
+        request: then it needs no worker."""
+        return self._arrived(conn) is False
+
+    def _arrived(self, conn: Connection) -> Optional[bool]:
+        """Whether a request's bytes arrived (``False``: the client closed or reset the
+        connection instead, ``None``: nothing yet). Peeks at the raw bytes (TLS records too)."""
         try:
-            return socket.socket.recv(conn.sock, 1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+            return socket.socket.recv(conn.sock, 1, _PEEK) != b""
         except (BlockingIOError, InterruptedError):
-            return False
+            return None
         except OSError as exc:   # reset: it went away with its request unanswered
             self._on_disconnect()
             log.debug("query endpoint: client %s went away: %s", conn.address, exc)
-            return True
+            return False
 
     def _dispatch(self, conn: Connection) -> None:
-        try:
-            self._jobs.put_nowait(conn)
-        except queue.Full:
-            try:
-                self._rejects.put_nowait(conn)
-            except queue.Full:
-                self._on_rejected("busy")
-                conn.close()
+        if self._jobs.qsize() < self._max_jobs:
+            self._jobs.put(conn)
+        elif self._rejects.qsize() < REJECT_QUEUE:
+            self._rejects.put(conn)
+        else:
+            self._on_rejected("busy")
+            conn.close()
 
     def _close_idle(self) -> None:
         now = time.monotonic()
+        self._next_idle_check = now + IDLE_CHECK_SECONDS
         for conn, deadline in list(self._waiting.items()):
             if deadline < now:
                 self._selector.unregister(conn.sock)
@@ -242,7 +260,7 @@ class PooledServer:
                 conn.close()
 
     # -- the workers -----------------------------------------------------------------------
-    def _work(self, jobs: queue.Queue, rejected: bool) -> None:
+    def _work(self, jobs: queue.SimpleQueue, rejected: bool) -> None:
         while True:
             conn = jobs.get()
             if conn is None or not self._running:
