@@ -180,6 +180,32 @@ def run_clients(port: int, args: argparse.Namespace) -> tuple[list[float], list[
     return ([x for r in results for x in r[0]], [x for r in results for x in r[1]], sum(r[2] for r in results))
 
 
+def measure(port: int, args: argparse.Namespace, note: str) -> str:
+    """Runs the clients against the endpoint on ``port`` (served by this process): the
+    summary line, latencies and CPU per request apart for the server's HTTP threads,
+    the server process and the clients."""
+    load = os.getloadavg()[0]
+    accept_cpu, server_cpu = thread_cpu_seconds("streamlib-http-accept"), thread_cpu_seconds("streamlib-http")
+    kernel_cpu = thread_cpu_seconds("streamlib-http", kernel=True)
+    process_cpu, t0 = process_cpu_seconds(), time.perf_counter()
+    latencies, failures, client_cpu = run_clients(port, args)
+    seconds = time.perf_counter() - t0
+    server_cpu = thread_cpu_seconds("streamlib-http") - server_cpu
+    accept_cpu = thread_cpu_seconds("streamlib-http-accept") - accept_cpu
+    kernel_cpu = thread_cpu_seconds("streamlib-http", kernel=True) - kernel_cpu
+    process_cpu = process_cpu_seconds() - process_cpu
+    n = len(latencies)
+    p50, p99 = (float(np.percentile(latencies, q)) for q in (50, 99))
+    return (f"{args.kind} x {n} ({args.clients} clients in {args.client_procs} processes, "
+            f"{'kept-alive' if args.keep_alive else 'a new connection each'}, {args.keys:,} keys, "
+            f"{note}): p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {max(latencies):.1f} ms, "
+            f"{n / seconds:,.0f}/s; errors {len(failures)} {sorted(set(failures))}; "
+            f"CPU per request: server threads {server_cpu / n * 1000:.3f} ms (the accepting thread "
+            f"{accept_cpu / n * 1000:.3f}, in the kernel {kernel_cpu / n * 1000:.3f}), server process "
+            f"{process_cpu / n * 1000:.3f} ms, clients {client_cpu / n * 1000:.3f} ms; "
+            f"load {load:.2f} -> {os.getloadavg()[0]:.2f}")
+
+
 def profiled_workers(stats: list) -> None:
     """Run the endpoint's threads under cProfile, each profile appended to ``stats``."""
     for name in ("_work", "_accept"):
@@ -223,27 +249,7 @@ def main() -> None:
 
         feeder = threading.Thread(target=feed, name="feeder", daemon=True)
         feeder.start()
-        port = store.queries.server.address[1]
-        load = os.getloadavg()[0]
-        accept_cpu, server_cpu = thread_cpu_seconds("streamlib-http-accept"), thread_cpu_seconds("streamlib-http")
-        kernel_cpu = thread_cpu_seconds("streamlib-http", kernel=True)
-        process_cpu, t0 = process_cpu_seconds(), time.perf_counter()
-        latencies, failures, client_cpu = run_clients(port, args)
-        seconds = time.perf_counter() - t0
-        server_cpu = thread_cpu_seconds("streamlib-http") - server_cpu
-        accept_cpu = thread_cpu_seconds("streamlib-http-accept") - accept_cpu
-        kernel_cpu = thread_cpu_seconds("streamlib-http", kernel=True) - kernel_cpu
-        process_cpu = process_cpu_seconds() - process_cpu
-        n = len(latencies)
-        p50, p99 = (float(np.percentile(latencies, q)) for q in (50, 99))
-        print(f"{args.kind} x {n} ({args.clients} clients in {args.client_procs} processes, "
-              f"{'kept-alive' if args.keep_alive else 'a new connection each'}, {args.keys:,} keys, "
-              f"{store.batch} batches): p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {max(latencies):.1f} ms, "
-              f"{n / seconds:,.0f}/s; errors {len(failures)} {sorted(set(failures))}; "
-              f"CPU per request: server threads {server_cpu / n * 1000:.3f} ms (the accepting thread "
-              f"{accept_cpu / n * 1000:.3f}, in the kernel {kernel_cpu / n * 1000:.3f}), server process "
-              f"{process_cpu / n * 1000:.3f} ms, clients {client_cpu / n * 1000:.3f} ms; "
-              f"load {load:.2f} -> {os.getloadavg()[0]:.2f}")
+        print(measure(store.queries.server.address[1], args, f"{store.batch} batches"))
     finally:
         stop.set()
         store.queries.close()
