@@ -4,19 +4,19 @@ A count per key over 1M distinct keys (4 store partitions, embedded log). Once t
 store holds every key, a feeder keeps appending updates of random keys (so batches keep
 committing and the query replicas keep applying them) while this measures, on the
 driver: point lookups (``app.store().get``, p50/p99/max), range scans of 1000 keys and
-one full scan (keys/s); then ``N`` concurrent HTTP clients (``--clients``, in another
-process so they do not share the application's GIL) each making ``--client-requests``
-point lookups on the endpoint (a new connection per request), p50/p99/max; then
+one full scan (keys/s); then ``N`` concurrent HTTP clients (``--clients``, in
+``--client-procs`` processes of their own so they do not share the application's GIL)
+each making ``--client-requests`` point lookups on the endpoint (a new connection per
+request unless ``--keep-alive``), p50/p99/max and the CPU per request of the endpoint's
+threads, the application's process and the clients (``query_http_bench.measure``); then
 ``app.table()`` and SQL aggregates over the 1M keys (Spark tasks read the store copies).
 
     .venv/bin/python benchmarks/query_bench.py [--keys 1000000] [--lookups 20000]
-        [--clients 50] [--client-requests 20]
+        [--clients 50] [--client-requests 20] [--client-procs 2] [--keep-alive]
 """
 from __future__ import annotations
 
 import argparse
-import http.client
-import multiprocessing
 import os
 import random
 import shutil
@@ -37,6 +37,9 @@ from streamlib.spark.session import get_or_create_session  # noqa: E402
 from streamlib.topics import open_backend  # noqa: E402
 from streamlib.topics.base import APPEND_SCHEMA  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import query_http_bench  # noqa: E402
+
 PARTITIONS = 4
 
 
@@ -56,51 +59,12 @@ def percentile(samples: list[float], q: float) -> float:
     return float(np.percentile(np.array(samples), q))
 
 
-def http_clients(port: int, keys: int, clients: int, requests: int, out) -> None:
-    """In a child process: ``clients`` threads, each ``requests`` GETs of random keys,
-    started together; puts ``(latencies ms, non-200 statuses)`` on ``out``."""
-    start = threading.Barrier(clients)
-    latencies: list[float] = []
-    failures: list[str] = []
-
-    def client(seed: int) -> None:
-        rng = random.Random(seed)
-        start.wait()
-        for _ in range(requests):
-            t = time.perf_counter()
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-                conn.request("GET", f"/stores/counts/{key(rng.randrange(keys))}")
-                response = conn.getresponse()
-                response.read()
-                conn.close()
-                if response.status != 200:
-                    failures.append(str(response.status))
-            except OSError as exc:
-                failures.append(type(exc).__name__)
-            latencies.append((time.perf_counter() - t) * 1000)
-
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    out.put((latencies, failures))
-
-
-def concurrent_lookups(port: int, keys: int, clients: int, requests: int) -> None:
-    context = multiprocessing.get_context("spawn")   # never fork a process running a JVM
-    out = context.Queue()
-    t0 = time.perf_counter()
-    child = context.Process(target=http_clients, args=(port, keys, clients, requests, out))
-    child.start()
-    latencies, failures = out.get()
-    seconds = time.perf_counter() - t0
-    child.join()
-    ms = [round(percentile(latencies, q), 2) for q in (50, 99)]
-    print(f"HTTP point lookups, {clients} concurrent clients x {requests}: {len(latencies)} in {seconds:.1f}s "
-          f"(with the client process's start); p50 {ms[0]} ms, p99 {ms[1]} ms, max {max(latencies):.1f} ms; "
-          f"errors {len(failures)} {sorted(set(failures))}; load {os.getloadavg()[0]:.2f}")
+def concurrent_lookups(port: int, args: argparse.Namespace) -> None:
+    """``--clients`` HTTP clients in processes of their own (spawned: never fork a
+    process running a JVM), the server's CPU per request measured apart."""
+    clients = argparse.Namespace(keys=args.keys, clients=args.clients, requests=args.client_requests,
+                                 client_procs=args.client_procs, kind="get", page=1, keep_alive=args.keep_alive)
+    print("HTTP point lookups, " + query_http_bench.measure(port, clients, "while the application runs"))
 
 
 def main() -> None:
@@ -110,6 +74,8 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=2_000, help="updates fed every 0.5 s")
     parser.add_argument("--clients", type=int, default=50, help="concurrent HTTP clients")
     parser.add_argument("--client-requests", type=int, default=20, help="lookups per HTTP client")
+    parser.add_argument("--client-procs", type=int, default=2, help="processes the HTTP clients run in")
+    parser.add_argument("--keep-alive", action="store_true", help="one connection per HTTP client")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="query-bench-")
     bootstrap = f"local://{work}/log"
@@ -174,8 +140,7 @@ def main() -> None:
         seconds = time.perf_counter() - t0
         print(f"full scan: {total:,} keys in {seconds:.2f}s ({total / seconds:,.0f} keys/s)")
         if args.clients:
-            concurrent_lookups(app._interactive().server.address[1], args.keys, args.clients,
-                               args.client_requests)
+            concurrent_lookups(app._interactive().server.address[1], args)
         print(f"batches applied by the query replicas meanwhile: "
               f"{app._interactive().replicas.applied_versions - versions_before}; updates fed: {fed[0]:,}")
 

@@ -25,6 +25,7 @@ import json
 import logging
 import ssl
 import time
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Iterator, Optional
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -69,6 +70,10 @@ def _json_default(value: Any) -> Any:
     if window is not None:
         return {"key": value.key, "start": window.start, "end": window.end}
     return str(value)
+
+
+#: one encoder for every answer (``json.dumps`` with options builds one per call)
+_ENCODER = json.JSONEncoder(default=_json_default, separators=(",", ":"))
 
 
 def read_token(config: StreamsConfig) -> Optional[str]:
@@ -149,7 +154,7 @@ class QueryServer:
         """``(status, content type, body)`` for a GET of ``path``."""
         url = urlsplit(path)
         parts = [unquote(p) for p in url.path.split("/") if p]
-        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()} if url.query else {}
         budget = Budget(self._max_bytes, self._seconds)
         if parts == ["metrics"]:
             if not self._public_metrics:
@@ -245,7 +250,7 @@ class QueryServer:
 
     @staticmethod
     def _json(body: Any, budget: Budget) -> tuple[int, str, bytes]:
-        data = json.dumps(body, default=_json_default, separators=(",", ":")).encode()
+        data = _ENCODER.encode(body).encode()
         budget.check(len(data))
         return 200, _JSON, data
 
@@ -363,6 +368,18 @@ class _Writer:
             self._sock.sendall(data)
 
 
+_date = (0, "")
+
+
+def _http_date() -> str:
+    """The ``Date`` header's value now, formatted once a second."""
+    global _date
+    now = int(time.time())
+    if _date[0] != now:
+        _date = (now, formatdate(now, usegmt=True))
+    return _date[1]
+
+
 def _handler(server: QueryServer) -> type:
     class Handler(BaseHTTPRequestHandler):
         """The standard library's parser, one request per call on a kept
@@ -401,7 +418,16 @@ def _handler(server: QueryServer) -> type:
             self.end_headers()
             self.wfile.write(body)
 
+        def log_request(self, code: Any = "-", size: Any = "-") -> None:
+            if log.isEnabledFor(logging.DEBUG):   # each answer: not formatted unless logged
+                super().log_request(code, size)
+
         def log_message(self, fmt: str, *args: Any) -> None:
             log.debug("http: " + fmt, *args)
+
+        def date_time_string(self, timestamp: Optional[float] = None) -> str:
+            if timestamp is not None:
+                return super().date_time_string(timestamp)
+            return _http_date()
 
     return Handler

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import queue
 import resource
+import select
 import selectors
 import socket
 import ssl
@@ -32,12 +33,15 @@ BACKLOG = 1024
 MAX_WAITING = min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2)
 #: a connection that sends no request for this long is closed
 IDLE_SECONDS = 30.0
+#: how often the selector thread looks for idle connections to close
+IDLE_CHECK_SECONDS = 1.0
 #: connections waiting for a worker, per worker
 QUEUE_PER_THREAD = 16
 #: connections waiting to be told 503 at once; more are closed
 REJECT_QUEUE = 256
 #: what a client that hung up mid-request raises
 DISCONNECTS = (ConnectionError, TimeoutError, ssl.SSLError, OSError)
+_PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
 
 
 class Connection:
@@ -47,15 +51,19 @@ class Connection:
 
     def __init__(self, sock: socket.socket, address: Any):
         self.sock = sock
+        self.fd = sock.fileno()
         self.address = address
+        #: while it waits for a request: when it is closed unless one arrives
+        self.deadline = 0.0
+        #: whether it has waited in the poller before (the poller knows its descriptor)
+        self.polled = False
         self.rfile: Optional[Any] = None
         #: set by the handler: whether the connection stays open for another request
         self.keep_alive = False
 
     def open(self, timeout: float, tls: Optional[ssl.SSLContext]) -> None:
         """Before its first request: blocking with a timeout, no Nagle delay, TLS."""
-        self.sock.setblocking(True)
-        self.sock.settimeout(timeout)
+        self.sock.settimeout(timeout)   # blocking, with a timeout
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if tls is not None:
             self.sock = tls.wrap_socket(self.sock, server_side=True)
@@ -86,6 +94,75 @@ class Connection:
 Serve = Callable[[Connection, bool], None]
 
 
+class _Epoll:
+    """Readiness of the listener and of waiting connections, Linux's way: a connection
+    reports once (one-shot) and the worker that served it re-arms it from its own
+    thread, so a kept-alive connection goes back to waiting in one system call
+    without waking the selector thread."""
+
+    def __init__(self) -> None:
+        self._epoll = select.epoll()
+
+    def watch(self, fd: int) -> None:
+        """Report ``fd`` whenever it is readable (the listener, the wake-up socket)."""
+        self._epoll.register(fd, select.EPOLLIN)
+
+    def add(self, fd: int) -> None:
+        """Report ``fd`` once, when it is readable (or closed)."""
+        self._epoll.register(fd, select.EPOLLIN | select.EPOLLONESHOT)
+
+    def rearm(self, fd: int, polled: bool) -> bool:
+        """From any thread: report ``fd`` once more, or once if it was never ``polled``
+        (``False``: only the selector thread can)."""
+        if polled:
+            self._epoll.modify(fd, select.EPOLLIN | select.EPOLLONESHOT)
+        else:
+            self.add(fd)
+        return True
+
+    def remove(self, fd: int) -> None:
+        self._epoll.unregister(fd)
+
+    def poll(self, timeout: float) -> list[int]:
+        return [fd for fd, _ in self._epoll.poll(timeout)]
+
+    def close(self) -> None:
+        self._epoll.close()
+
+
+class _Selector:
+    """:class:`_Epoll`'s calls with :mod:`selectors` where there is no epoll: one-shot by
+    removing a connection when it reports; a worker cannot re-arm one (the selector
+    thread does)."""
+
+    def __init__(self) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._watched: set[int] = set()
+
+    def watch(self, fd: int) -> None:
+        self._watched.add(fd)
+        self._selector.register(fd, selectors.EVENT_READ)
+
+    def add(self, fd: int) -> None:
+        self._selector.register(fd, selectors.EVENT_READ)
+
+    def rearm(self, fd: int, polled: bool) -> bool:
+        return False
+
+    def remove(self, fd: int) -> None:
+        self._selector.unregister(fd)
+
+    def poll(self, timeout: float) -> list[int]:
+        fds = [key.fd for key, _ in self._selector.select(timeout)]
+        for fd in fds:
+            if fd not in self._watched:
+                self._selector.unregister(fd)
+        return fds
+
+    def close(self) -> None:
+        self._selector.close()
+
+
 class PooledServer:
     """Accepts on ``(host, port)`` and serves each request with ``serve`` on a pool of
     ``threads`` workers (``serve(connection, True)`` when the pool is full: answer 503).
@@ -110,15 +187,21 @@ class PooledServer:
         self._listener.setblocking(False)
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(self._listener, selectors.EVENT_READ)
-        self._selector.register(self._wake_r, selectors.EVENT_READ)
-        #: connections waiting for a request, and until when
-        self._waiting: dict[Connection, float] = {}
-        #: kept-alive connections the workers hand back to the selector thread
+        self._poller = _Epoll() if hasattr(select, "epoll") else _Selector()
+        self._poller.watch(self._listener.fileno())
+        self._poller.watch(self._wake_r.fileno())
+        #: connections waiting for a request, by file descriptor (workers add the ones
+        #: they re-arm; the selector thread takes them out)
+        self._waiting: dict[int, Connection] = {}
+        self._next_idle_check = 0.0
+        #: kept-alive connections the workers hand back to the selector thread (when
+        #: the poller cannot re-arm them from a worker)
         self._returned: queue.SimpleQueue = queue.SimpleQueue()
-        self._jobs: queue.Queue = queue.Queue(maxsize=threads * QUEUE_PER_THREAD)
-        self._rejects: queue.Queue = queue.Queue(maxsize=REJECT_QUEUE)
+        # Only the selector thread puts, so ``qsize()`` bounds the queues; a SimpleQueue
+        # hands a connection over in C, a Queue in Python under its own locks.
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._max_jobs = threads * QUEUE_PER_THREAD
+        self._rejects: queue.SimpleQueue = queue.SimpleQueue()
         self._running = False
         self._threads = [threading.Thread(target=self._accept, name="streamlib-http-accept", daemon=True)]
         self._threads += [threading.Thread(target=self._work, args=(self._jobs, False),
@@ -140,19 +223,16 @@ class PooledServer:
         self._wake()
         for q in (self._jobs, self._rejects):
             for _ in self._threads:
-                try:
-                    q.put_nowait(None)
-                except queue.Full:
-                    break
+                q.put(None)
         for thread in self._threads:
             if thread.is_alive():
                 thread.join(self._timeout + 1.0)
-        for conn in list(self._waiting):
+        for conn in list(self._waiting.values()):
             conn.close()
         self._waiting.clear()
         while not self._returned.empty():
             self._returned.get().close()
-        self._selector.close()
+        self._poller.close()
         for sock in (self._listener, self._wake_r, self._wake_w):
             sock.close()
 
@@ -164,21 +244,23 @@ class PooledServer:
 
     # -- the selector thread ---------------------------------------------------------------
     def _accept(self) -> None:
+        listener, wake = self._listener.fileno(), self._wake_r.fileno()
         while self._running:
-            for key, _ in self._selector.select(timeout=1.0):
-                if key.fileobj is self._listener:
+            for fd in self._poller.poll(1.0):
+                if fd == listener:
                     self._accept_all()
-                elif key.fileobj is self._wake_r:
+                elif fd == wake:
                     self._drain_wake()
                 else:   # a request (or a hang-up) arrived: a worker takes a request
-                    conn = key.data
-                    self._selector.unregister(key.fileobj)
-                    del self._waiting[conn]
+                    conn = self._waiting.pop(fd, None)
+                    if conn is None:   # closed as idle meanwhile
+                        continue
                     if self._hung_up(conn):
                         conn.close()
                     else:
                         self._dispatch(conn)
-            self._close_idle()
+            if time.monotonic() >= self._next_idle_check:
+                self._close_idle()
 
     def _accept_all(self) -> None:
         while True:
@@ -190,7 +272,16 @@ class PooledServer:
                 log.warning("query endpoint: accept failed: %s", exc)
                 time.sleep(0.1)
                 return
-            self._wait_for_request(Connection(sock, address))
+            conn = Connection(sock, address)
+            # A client sends its request right after connecting: often it is here
+            # already and the connection goes to a worker without a selector round.
+            arrived = self._arrived(conn)
+            if arrived is None:
+                self._wait_for_request(conn)
+            elif arrived:
+                self._dispatch(conn)
+            else:
+                conn.close()
 
     def _drain_wake(self) -> None:
         try:
@@ -201,48 +292,61 @@ class PooledServer:
         while not self._returned.empty():
             self._wait_for_request(self._returned.get())
 
-    def _wait_for_request(self, conn: Connection) -> None:
+    def _wait_for_request(self, conn: Connection, rearm: bool = False) -> bool:
+        """Waits for ``conn``'s next request (``rearm``: it waited before and is back
+        from a worker); ``False`` if it must be handed to the selector thread instead."""
         if len(self._waiting) >= MAX_WAITING:
             self._on_rejected("connections")
             conn.close()
-            return
-        self._waiting[conn] = time.monotonic() + IDLE_SECONDS
-        self._selector.register(conn.sock, selectors.EVENT_READ, conn)
+            return True
+        conn.deadline = time.monotonic() + IDLE_SECONDS
+        self._waiting[conn.fd] = conn
+        if not rearm:
+            self._poller.add(conn.fd)
+        elif not self._poller.rearm(conn.fd, conn.polled):
+            del self._waiting[conn.fd]
+            return False
+        conn.polled = True
+        return True
 
     def _hung_up(self, conn: Connection) -> bool:
         """Whether the client closed (or reset) the connection instead of sending a
-        request: then it needs no worker. Peeks at the raw bytes (TLS records too)."""
+        request: then it needs no worker."""
+        return self._arrived(conn) is False
+
+    def _arrived(self, conn: Connection) -> Optional[bool]:
+        """Whether a request's bytes arrived (``False``: the client closed or reset the
+        connection instead, ``None``: nothing yet). Peeks at the raw bytes (TLS records too)."""
         try:
-            return socket.socket.recv(conn.sock, 1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+            return socket.socket.recv(conn.sock, 1, _PEEK) != b""
         except (BlockingIOError, InterruptedError):
-            return False
+            return None
         except OSError as exc:   # reset: it went away with its request unanswered
             self._on_disconnect()
             log.debug("query endpoint: client %s went away: %s", conn.address, exc)
-            return True
+            return False
 
     def _dispatch(self, conn: Connection) -> None:
-        try:
-            self._jobs.put_nowait(conn)
-        except queue.Full:
-            try:
-                self._rejects.put_nowait(conn)
-            except queue.Full:
-                self._on_rejected("busy")
-                conn.close()
+        if self._jobs.qsize() < self._max_jobs:
+            self._jobs.put(conn)
+        elif self._rejects.qsize() < REJECT_QUEUE:
+            self._rejects.put(conn)
+        else:
+            self._on_rejected("busy")
+            conn.close()
 
     def _close_idle(self) -> None:
         now = time.monotonic()
-        for conn, deadline in list(self._waiting.items()):
-            if deadline < now:
-                self._selector.unregister(conn.sock)
-                del self._waiting[conn]
+        self._next_idle_check = now + IDLE_CHECK_SECONDS
+        for fd, conn in list(self._waiting.items()):
+            if conn.deadline < now and self._waiting.pop(fd, None) is conn:
+                self._poller.remove(fd)
                 if conn.rfile is None:   # kept-alive connections simply time out
                     self._on_rejected("idle")
                 conn.close()
 
     # -- the workers -----------------------------------------------------------------------
-    def _work(self, jobs: queue.Queue, rejected: bool) -> None:
+    def _work(self, jobs: queue.SimpleQueue, rejected: bool) -> None:
         while True:
             conn = jobs.get()
             if conn is None or not self._running:
@@ -273,10 +377,23 @@ class PooledServer:
                 keep = False
                 log.exception("query endpoint: serving %s failed", conn.address)
             if keep:
-                self._returned.put(conn)
-                self._wake()
+                self._hand_back(conn)
             else:
                 conn.close()
+
+    def _hand_back(self, conn: Connection) -> None:
+        """A kept-alive connection waits for its next request, re-armed from this worker
+        or by the selector thread."""
+        try:
+            if self._wait_for_request(conn, rearm=True):
+                return
+        except OSError as exc:   # it cannot be polled: close it
+            self._waiting.pop(conn.fd, None)
+            log.debug("query endpoint: cannot wait on %s: %s", conn.address, exc)
+            conn.close()
+            return
+        self._returned.put(conn)
+        self._wake()
 
 
 def _close(conn: socket.socket) -> None:

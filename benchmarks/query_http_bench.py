@@ -1,0 +1,268 @@
+"""The query endpoint's CPU per request and its latency under N concurrent clients, without Spark.
+
+A count store of ``--keys`` keys (4 changelog partitions) followed by its query
+replicas exactly as a running application's are (``Queries``, the real HTTP server),
+while a feeder thread commits a batch of ``--updates`` changed counts every 0.5 s (the
+replicas apply it and publish a version, as behind a running query). Then
+``--clients`` clients, spread over ``--client-procs`` processes of their own (not the
+server's), each make ``--requests`` GETs and wait for each answer before the next:
+point lookups (``--kind get``) or pages of ``--page`` entries (``--kind page``), a new
+connection per request or one kept-alive connection per client (``--keep-alive``).
+
+Reported: p50/p99/max latency, and CPU time per request measured apart for the
+server's threads (the HTTP threads, read from ``/proc``), the whole server process (the
+feeder and the replica applier too) and the client processes. On a machine with
+fewer cores than processes the clients' CPU is taken from the same cores the server
+needs, so compare the server's CPU per request between trees, not only latencies.
+``--profile out.prof`` runs each HTTP thread under cProfile (slower; for shares only).
+
+    .venv/bin/python benchmarks/query_http_bench.py [--keys 100000] [--clients 50]
+        [--requests 20] [--client-procs 2] [--kind get|page] [--keep-alive] [--profile F]
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import http.client
+import multiprocessing
+import os
+import pstats
+import random
+import resource
+import struct
+import sys
+import tempfile
+import shutil
+import threading
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from streamlib import Consumed, Materialized, Serdes, StreamsBuilder, StreamsConfig  # noqa: E402
+from streamlib.query import server as query_server  # noqa: E402
+from streamlib.query.service import Queries  # noqa: E402
+from streamlib.state.changelog import Changelog  # noqa: E402
+from streamlib.state.timestamped import encode_timestamped  # noqa: E402
+from streamlib.topics import open_backend  # noqa: E402
+
+PARTITIONS = 4
+STORE = "counts"
+
+
+def key(i: int) -> str:
+    return f"key{i:07d}"
+
+
+class Store:
+    """A count store's changelog written here, its replicas followed and served as
+    ``Streams`` does it."""
+
+    def __init__(self, work: str, threads: int):
+        bootstrap = f"local://{work}/log"
+        self.backend = open_backend(bootstrap)
+        topic = f"bench-{STORE}-changelog"
+        self.backend.create_topic(topic, PARTITIONS, {"cleanup.policy": "compact"})
+        self.logs = [Changelog(self.backend, topic, p, PARTITIONS, f"bench/{p}") for p in range(PARTITIONS)]
+        builder = StreamsBuilder()
+        (builder.stream("events", consumed=Consumed.with_(Serdes.string(), Serdes.string()))
+         .group_by_key().count(materialized=Materialized.as_(STORE)))
+        config = StreamsConfig(application_id="bench", bootstrap=bootstrap, state_dir=f"{work}/state",
+                               application_server="127.0.0.1:0", application_server_threads=threads)
+        self.queries = Queries(builder.build(), config, lambda: self.backend)
+        self.queries.starting(lambda: {"records_in": 0, "tasks": {}})
+        self.batch = 0
+
+    def commit(self, counts: dict[int, int]) -> None:
+        """One committed batch of these counts, returned once the replicas published it."""
+        by_partition: dict[int, list] = {p: [] for p in range(PARTITIONS)}
+        for i, count in counts.items():
+            by_partition[i % PARTITIONS].append((key(i).encode(), encode_timestamped(struct.pack(">q", count), 0)))
+        reports = {}
+        for p, pairs in by_partition.items():
+            _, end = self.logs[p].append(self.batch, [k for k, _ in pairs], [v for _, v in pairs], [0] * len(pairs))
+            reports[f"0_{p}"] = {"changelog_offsets": {STORE: end}}
+        self.queries.committed(self.batch, reports)
+        deadline = time.monotonic() + 60
+        while self.queries.replicas.published is None or self.queries.replicas.published.batch != self.batch:
+            assert time.monotonic() < deadline, "batch not published"
+            time.sleep(0.005)
+        self.batch += 1
+
+
+def thread_cpu_seconds(prefix: str, kernel: bool = False) -> float:
+    """CPU time of this process's threads whose name starts with ``prefix`` (``kernel``:
+    only the time in the kernel, at the clock tick's resolution)."""
+    total = 0.0
+    for thread in threading.enumerate():
+        if thread.name.startswith(prefix) and thread.native_id is not None:
+            try:
+                if kernel:
+                    with open(f"/proc/self/task/{thread.native_id}/stat") as f:
+                        total += int(f.read().rsplit(")", 1)[1].split()[12]) / os.sysconf("SC_CLK_TCK")
+                else:
+                    with open(f"/proc/self/task/{thread.native_id}/schedstat") as f:
+                        total += int(f.read().split()[0]) / 1e9
+            except OSError:
+                pass
+    return total
+
+
+def process_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def clients(port: int, keys: int, n: int, requests: int, kind: str, page: int, keep_alive: bool,
+            seed: int, ready, go, out) -> None:
+    """In a child process: ``n`` client threads, started together when ``go`` is set;
+    puts ``(latencies ms, failures, CPU seconds of this process)`` on ``out``."""
+    latencies: list[float] = []
+    failures: list[str] = []
+
+    def path(rng: random.Random) -> str:
+        k = key(rng.randrange(keys))
+        return f"/stores/{STORE}/{k}" if kind == "get" else f"/stores/{STORE}?from={k}&limit={page}"
+
+    def client(i: int) -> None:
+        rng = random.Random(seed * 1000 + i)
+        conn = None
+        go.wait()
+        for _ in range(requests):
+            t = time.perf_counter()
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                conn.request("GET", path(rng))
+                response = conn.getresponse()
+                response.read()
+                if not keep_alive:
+                    conn.close()
+                    conn = None
+                if response.status != 200:
+                    failures.append(str(response.status))
+            except OSError as exc:
+                failures.append(type(exc).__name__)
+                conn = None
+            latencies.append((time.perf_counter() - t) * 1000)
+        if conn is not None:
+            conn.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    cpu = process_cpu_seconds()
+    ready.put(True)
+    for thread in threads:
+        thread.join()
+    out.put((latencies, failures, process_cpu_seconds() - cpu))
+
+
+def run_clients(port: int, args: argparse.Namespace) -> tuple[list[float], list[str], float]:
+    """The clients in ``args.client_procs`` processes; their latencies, failures and CPU."""
+    context = multiprocessing.get_context("spawn")
+    ready, out, go = context.Queue(), context.Queue(), context.Event()
+    per = [args.clients // args.client_procs + (i < args.clients % args.client_procs)
+           for i in range(args.client_procs)]
+    procs = [context.Process(target=clients, args=(port, args.keys, n, args.requests, args.kind, args.page,
+                                                   args.keep_alive, i, ready, go, out))
+             for i, n in enumerate(per) if n]
+    for proc in procs:
+        proc.start()
+    for _ in procs:
+        ready.get()
+    go.set()
+    results = [out.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    return ([x for r in results for x in r[0]], [x for r in results for x in r[1]], sum(r[2] for r in results))
+
+
+def measure(port: int, args: argparse.Namespace, note: str) -> str:
+    """Runs the clients against the endpoint on ``port`` (served by this process): the
+    summary line, latencies and CPU per request apart for the server's HTTP threads,
+    the server process and the clients."""
+    load = os.getloadavg()[0]
+    accept_cpu, server_cpu = thread_cpu_seconds("streamlib-http-accept"), thread_cpu_seconds("streamlib-http")
+    kernel_cpu = thread_cpu_seconds("streamlib-http", kernel=True)
+    process_cpu, t0 = process_cpu_seconds(), time.perf_counter()
+    latencies, failures, client_cpu = run_clients(port, args)
+    seconds = time.perf_counter() - t0
+    server_cpu = thread_cpu_seconds("streamlib-http") - server_cpu
+    accept_cpu = thread_cpu_seconds("streamlib-http-accept") - accept_cpu
+    kernel_cpu = thread_cpu_seconds("streamlib-http", kernel=True) - kernel_cpu
+    process_cpu = process_cpu_seconds() - process_cpu
+    n = len(latencies)
+    p50, p99 = (float(np.percentile(latencies, q)) for q in (50, 99))
+    return (f"{args.kind} x {n} ({args.clients} clients in {args.client_procs} processes, "
+            f"{'kept-alive' if args.keep_alive else 'a new connection each'}, {args.keys:,} keys, "
+            f"{note}): p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {max(latencies):.1f} ms, "
+            f"{n / seconds:,.0f}/s; errors {len(failures)} {sorted(set(failures))}; "
+            f"CPU per request: server threads {server_cpu / n * 1000:.3f} ms (the accepting thread "
+            f"{accept_cpu / n * 1000:.3f}, in the kernel {kernel_cpu / n * 1000:.3f}), server process "
+            f"{process_cpu / n * 1000:.3f} ms, clients {client_cpu / n * 1000:.3f} ms; "
+            f"load {load:.2f} -> {os.getloadavg()[0]:.2f}")
+
+
+def profiled_workers(stats: list) -> None:
+    """Run the endpoint's threads under cProfile, each profile appended to ``stats``."""
+    for name in ("_work", "_accept"):
+        original = getattr(query_server.PooledServer, name)
+
+        def wrapped(self, *a, _original=original):
+            profile = cProfile.Profile()
+            stats.append(profile)
+            profile.runcall(_original, self, *a)
+
+        setattr(query_server.PooledServer, name, wrapped)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--keys", type=int, default=100_000)
+    parser.add_argument("--updates", type=int, default=2_000, help="changed counts committed every 0.5 s")
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--requests", type=int, default=20, help="requests per client")
+    parser.add_argument("--client-procs", type=int, default=2, help="processes the clients run in")
+    parser.add_argument("--kind", choices=("get", "page"), default="get")
+    parser.add_argument("--page", type=int, default=10, help="entries per page (--kind page)")
+    parser.add_argument("--keep-alive", action="store_true", help="one connection per client")
+    parser.add_argument("--threads", type=int, default=8, help="application_server_threads")
+    parser.add_argument("--profile", help="write the HTTP threads' cProfile stats here")
+    args = parser.parse_args()
+    profiles: list = []
+    if args.profile:
+        profiled_workers(profiles)
+    work = tempfile.mkdtemp(prefix="query-http-bench-")
+    store = Store(work, args.threads)
+    stop = threading.Event()
+    try:
+        for lo in range(0, args.keys, 100_000):
+            store.commit({i: 1 for i in range(lo, min(args.keys, lo + 100_000))})
+
+        def feed() -> None:
+            rng = random.Random(1)
+            while not stop.wait(0.5):
+                store.commit({rng.randrange(args.keys): rng.randrange(1, 100) for _ in range(args.updates)})
+
+        feeder = threading.Thread(target=feed, name="feeder", daemon=True)
+        feeder.start()
+        print(measure(store.queries.server.address[1], args, f"{store.batch} batches"))
+    finally:
+        stop.set()
+        store.queries.close()
+        shutil.rmtree(work, ignore_errors=True)
+    if args.profile:
+        for p in profiles:
+            p.create_stats()
+        merged = pstats.Stats(profiles[0])
+        for p in profiles[1:]:
+            merged.add(p)
+        merged.dump_stats(args.profile)
+        merged.sort_stats("tottime").print_stats(25)
+
+
+if __name__ == "__main__":
+    main()
