@@ -24,6 +24,7 @@ test_join_batch.py`` checks the outcome is per-record processing's, a property t
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
@@ -59,7 +60,7 @@ def last_before(keys: pa.ChunkedArray, is_table: np.ndarray) -> np.ndarray:
     return out
 
 
-def _below(proc: Processor) -> set[int]:
+def below(proc: Processor) -> set[int]:
     """The ids of ``proc``'s descendants."""
     found: set[int] = set()
     todo = list(proc.children)
@@ -69,6 +70,62 @@ def _below(proc: Processor) -> set[int]:
             found.add(id(child))
             todo.extend(child.children)
     return found
+
+
+def join_sources(processors: dict[str, Processor], join_type: type,
+                 table_type: type) -> Optional[tuple[SourceProcessor, SourceProcessor]]:
+    """``(stream source, table source)`` of a sub-topology with two plain sources (no
+    timestamp extractor, no change pairs), one feeding only a ``join_type`` processor,
+    the other only a ``table_type`` one."""
+    sources = [p for p in processors.values() if type(p) is SourceProcessor]
+    if len(sources) != 2 or any(s.extractor is not None or s.changes or len(s.children) != 1
+                                for s in sources):
+        return None
+    joins = [s for s in sources if type(s.children[0]) is join_type]
+    tables = [s for s in sources if type(s.children[0]) is table_type]
+    return (joins[0], tables[0]) if len(joins) == 1 and len(tables) == 1 else None
+
+
+@dataclass
+class SplitRows:
+    """A batch's rows of the stream and of the table, and the stream's keys and values."""
+
+    is_stream: np.ndarray
+    is_table: np.ndarray
+    stream_rows: pa.Table
+    table_rows: pa.Table
+    keys: list
+    values: list
+
+    def count_in(self, context: ProcessorContext) -> None:
+        """Count the stream rows in and advance stream time past them (the table's rows
+        go through their source, which does so for them)."""
+        context.count("records_in", self.stream_rows.num_rows)
+        newest = pc.max(self.stream_rows.column("timestamp")).as_py()
+        if newest > context.stream_time:
+            context.stream_time = newest
+
+
+def split_rows(stream: SourceProcessor, table: SourceProcessor, rows: pa.Table) -> Optional[SplitRows]:
+    """``rows`` split by source, or None unless both sources accept theirs whole
+    (``SourceProcessor.takes_table``) and every stream record has a key and a value
+    (one without is dropped, or joined with no row, one by one)."""
+    is_stream = np.isin(rows.column("topic").to_numpy(zero_copy_only=False), list(stream.node.params.topics))
+    is_table = ~is_stream
+    stream_rows = rows.filter(pa.array(is_stream))
+    table_rows = rows.filter(pa.array(is_table))
+    if stream_rows.num_rows == 0 or not (stream.takes_table(stream_rows) and table.takes_table(table_rows)):
+        return None
+    if stream_rows.column("key").null_count or stream_rows.column("value").null_count:
+        return None
+    try:
+        keys = stream.key_serde.deserialize_column(stream_rows.column("key"))
+        values = stream.value_serde.deserialize_column(stream_rows.column("value"))
+    except Exception:  # noqa: BLE001 - the record-at-a-time path reports it precisely
+        return None
+    if any(k is None for k in keys) or any(v is None for v in values):
+        return None
+    return SplitRows(is_stream, is_table, stream_rows, table_rows, keys, values)
 
 
 class JoinedBatch:
@@ -93,15 +150,10 @@ class JoinedBatch:
            process_records: Callable[[pa.Table], None]) -> Optional["JoinedBatch"]:
         """The join of an (initialised) sub-topology's processors, if it is that shape;
         ``process_records``: the task's record-by-record processing of rows."""
-        sources = [p for p in processors.values() if type(p) is SourceProcessor]
-        if len(sources) != 2 or any(s.extractor is not None or s.changes or len(s.children) != 1
-                                    for s in sources):
+        found = join_sources(processors, StreamTableJoinProcessor, TableSourceProcessor)
+        if found is None:
             return None
-        joins = [s for s in sources if type(s.children[0]) is StreamTableJoinProcessor]
-        tables = [s for s in sources if type(s.children[0]) is TableSourceProcessor]
-        if len(joins) != 1 or len(tables) != 1:
-            return None
-        stream, table = joins[0], tables[0]
+        stream, table = found
         join, table_source = stream.children[0], table.children[0]
         store = context.stores.get(join.node.params.store)
         if (table_source.node.params.store != join.node.params.store
@@ -109,7 +161,7 @@ class JoinedBatch:
                 or (table_source.children and not table_source.emitter.caching)):
             return None
         found = chain_below(join)
-        if found is None or len(found[0]) + 5 + len(_below(table_source)) != len(processors):
+        if found is None or len(found[0]) + 5 + len(below(table_source)) != len(processors):
             return None
         return JoinedBatch(stream, join, found[0], found[1], table, context, process_records)
 
@@ -118,38 +170,22 @@ class JoinedBatch:
         emit the join's results, count the rows in, advance stream time, update the
         table. ``False``, with nothing changed, where it cannot: process them record by
         record instead."""
-        stream_topics = set(self.stream.node.params.topics)
-        is_stream = np.isin(rows.column("topic").to_numpy(zero_copy_only=False), list(stream_topics))
-        is_table = ~is_stream
-        stream_rows = rows.filter(pa.array(is_stream))
-        table_rows = rows.filter(pa.array(is_table))
-        if stream_rows.num_rows == 0 or not (self.stream.takes_table(stream_rows)
-                                             and self.table.takes_table(table_rows)):
-            return False
-        if stream_rows.column("key").null_count or stream_rows.column("value").null_count:
+        split = split_rows(self.stream, self.table, rows)
+        if split is None:
             return False
         try:
-            output = self._join(rows, is_stream, is_table, stream_rows, table_rows)
+            output = self._join(rows, split)
         except Exception:  # noqa: BLE001 - the record-at-a-time path reports it precisely
             return False
-        if output is None:
-            return False
-        context = self.context
-        context.count("records_in", stream_rows.num_rows)
-        newest = pc.max(stream_rows.column("timestamp")).as_py()
-        if newest > context.stream_time:
-            context.stream_time = newest
-        context.emit_rows(output)
-        if table_rows.num_rows:
-            self.process_records(table_rows)
+        split.count_in(self.context)
+        self.context.emit_rows(output)
+        if split.table_rows.num_rows:
+            self.process_records(split.table_rows)
         return True
 
-    def _join(self, rows: pa.Table, is_stream: np.ndarray, is_table: np.ndarray, stream_rows: pa.Table,
-              table_rows: pa.Table) -> Optional[pa.Table]:
-        keys = self.stream.key_serde.deserialize_column(stream_rows.column("key"))
-        values = self.stream.value_serde.deserialize_column(stream_rows.column("value"))
-        if any(k is None for k in keys) or any(v is None for v in values):
-            return None    # dropped one by one, each counted where it is
+    def _join(self, rows: pa.Table, split: SplitRows) -> pa.Table:
+        keys, values, is_stream, is_table = split.keys, split.values, split.is_stream, split.is_table
+        stream_rows, table_rows = split.stream_rows, split.table_rows
         # the table's row each stream row meets: the key's last update before it in the
         # batch (its position among the table rows), else the store's
         latest = last_before(rows.column("key"), is_table)[is_stream]

@@ -17,6 +17,7 @@ from ..state import StoreSpec
 from ..topology import SubTopology, Topology
 from .fused import FusedChain
 from .joined import JoinedBatch
+from .versioned_joined import VersionedJoinBatch
 from .encoding import InputEncoding
 from .order import processing_order
 
@@ -79,8 +80,9 @@ class Task:
         self._batch_child: Optional[tuple] = None
         #: the whole sub-topology when it is one stateless chain run over columns
         self._fused: Optional[FusedChain] = None
-        #: the whole sub-topology when it is one classic stream–table join run over columns
-        self._joined: Optional[JoinedBatch] = None
+        #: the whole sub-topology when it is one stream–table join: run over columns (the
+        #: classic join), or with a lean loop (with a grace period)
+        self._joined: Optional[Any] = None
 
     # -- stores --------------------------------------------------------------------------
     def store_specs(self) -> list[StoreSpec]:
@@ -139,7 +141,10 @@ class Task:
         # Fused only while no stream-time timer could be due between two records.
         no_timers = context.timers.next_stream_due == float("inf")
         self._fused = FusedChain.of(self.processors, context) if no_timers else None
-        self._joined = JoinedBatch.of(self.processors, context, self._process_records) if no_timers else None
+        self._joined = None
+        if no_timers:
+            self._joined = (JoinedBatch.of(self.processors, context, self._process_records)
+                            or VersionedJoinBatch.of(self.processors, context))
 
     def advance_time(self, stream_time: int) -> None:
         """Move the task's stream time forward (never back) and let every processor

@@ -1,10 +1,13 @@
-"""The batch path of the classic stream–table join (``runtime.joined.JoinedBatch``)
+"""The batch paths of the stream–table joins (``runtime.joined.JoinedBatch``, the
+classic join; ``runtime.versioned_joined.VersionedJoinBatch``, with a grace period)
 against per-record processing of the same rows, a property test: for random orders
 and table updates (two partitions per topic, out of order, tombstones, key-less table
 records, headers) over several batches, inner and left joins, with and without steps
 after the join, with the table's updates cached and emitted or going nowhere, a task
 gives the same output rows in the same order, the same store bytes and the same
-counters either way; and the batch path was taken. Rows it cannot take (a stream
+counters either way; and the batch path was taken. With a grace period, the late
+table updates re-join buffered orders (corrections with the update header), and some
+are older than the table's history (dropped, counted). Rows it cannot take (a stream
 record without a key or value, undecodable bytes, a joiner that raises) go record by
 record, with the same outcome."""
 from __future__ import annotations
@@ -16,7 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamlib import Consumed, Produced, Serdes, StreamsBuilder, StreamsConfig
+from datetime import timedelta
+
+from streamlib import Consumed, Joined, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig
 from streamlib.processors.base import ProcessingError
 from streamlib.runtime.task import Task
 from streamlib.state import open_task_stores
@@ -35,6 +40,21 @@ def topology(left: bool, steps: bool, table_out: bool, joiner=None):
     joined = orders.left_join(table, joiner) if left else orders.join(table, joiner)
     if steps:
         joined = joined.map_values(str.upper).filter(lambda k, v: not v.endswith("3"))
+    joined.to("out", produced=Produced.with_(S, S))
+    return builder.build()
+
+
+def grace_topology(left: bool, steps: bool, history_ms=None, joiner=None):
+    builder = StreamsBuilder()
+    materialized = None if history_ms is None else Materialized.as_versioned("versioned", history_ms)
+    table = builder.table("customers", consumed=Consumed.with_(S, S), materialized=materialized)
+    orders = builder.stream("orders", consumed=Consumed.with_(S, S))
+    joiner = joiner or (lambda order, customer: f"{order}|{customer}")
+    joined = Joined.with_(S, S, S, grace=timedelta(milliseconds=50))
+    joined = orders.left_join(table, joiner, joined) if left else orders.join(table, joiner, joined)
+    if steps:
+        joined = joined.filter(lambda k, v: v is None or not v.endswith("3")).map_values(
+            lambda v: None if v is None else v.upper())
     joined.to("out", produced=Produced.with_(S, S))
     return builder.build()
 
@@ -135,6 +155,29 @@ def test_batch_join_equals_per_record_processing(tmp_path_factory, seed, left, s
     assert sum(map(len, expected[0])) > 0
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), left=st.booleans(), steps=st.booleans(),
+       history=st.sampled_from([None, 50, 300]), keys=st.sampled_from([1, 3, 20]),
+       batches=st.sampled_from([1, 3]))
+def test_batch_grace_join_equals_per_record_processing(tmp_path_factory, seed, left, steps, history, keys,
+                                                       batches):
+    tmp_path = tmp_path_factory.mktemp("grace")
+    top = grace_topology(left, steps, history)
+    expected, found = both_ways(top, random_batches(seed, batches=batches, keys=keys), tmp_path)
+    assert found[3] == batches
+    assert sum(map(len, expected[0])) > 0
+
+
+def test_grace_join_corrections_and_expired_versions(tmp_path):
+    """The batch path emits corrections with the update header and counts the drops."""
+    batches = random_batches(11, batches=3, per_batch=200, keys=3)
+    expected, found = both_ways(grace_topology(False, False), batches, tmp_path)
+    assert found[3] == 3
+    assert any(headers and headers[-1][0] == "streamlib.update" for out in expected[0]
+               for *_, headers in out)
+    assert expected[2]["drops"].get("expired_table_version")
+
+
 def test_fixed_example_with_headers_tombstones_and_late_updates(tmp_path):
     """An update and a tombstone between orders of its key, an order before any row."""
     batch = rows([("orders", 0, 0, 5, b"a", b"o0", []), ("customers", 0, 0, 6, b"a", b"c0", []),
@@ -148,8 +191,9 @@ def test_fixed_example_with_headers_tombstones_and_late_updates(tmp_path):
         assert (b"a", b"o1|c0") in values and (b"b", b"o3|c1") in values
 
 
+@pytest.mark.parametrize("grace", [False, True], ids=["classic", "grace"])
 @pytest.mark.parametrize("case", ["null-key", "null-value", "bad-utf8", "joiner-raises"])
-def test_rows_it_cannot_take_go_record_by_record(tmp_path, case):
+def test_rows_it_cannot_take_go_record_by_record(tmp_path, case, grace):
     batches = random_batches(5, stream_nulls=case.startswith("null"))
     if case == "bad-utf8":
         batches[1] = pa.concat_tables([batches[1], rows([("orders", 0, 999, 500, b"k1", b"\xff", [])])])
@@ -158,11 +202,12 @@ def test_rows_it_cannot_take_go_record_by_record(tmp_path, case):
             if order == "v3":
                 raise ValueError("no v3")
             return order + customer
-        top = topology(False, False, False, joiner)
+        top = grace_topology(False, False, joiner=joiner) if grace else topology(False, False, False, joiner)
         for name, batch_path in (("records", False), ("batch", True)):
             with pytest.raises(ProcessingError, match="no v3"):
                 run(top, batches, tmp_path, name, batch_path)
         return
-    expected, found = both_ways(topology(True, False, False), batches, tmp_path, handler="log_and_continue")
+    top = grace_topology(True, False) if grace else topology(True, False, False)
+    expected, found = both_ways(top, batches, tmp_path, handler="log_and_continue")
     assert found[3] < len(batches)
     assert expected[2]["dropped_records"] > 0
