@@ -65,7 +65,11 @@ class _VersionedJoin(Processor):
     def buffered_from(self) -> int:
         """The oldest timestamp the buffer still holds records for: Kafka evicts a
         record once the stream time reaches its timestamp + grace."""
-        return self.stream_time - self.grace_ms + 1
+        return self.buffered_since(self.stream_time)
+
+    def buffered_since(self, stream_time: int) -> int:
+        """:attr:`buffered_from` at ``stream_time``."""
+        return stream_time - self.grace_ms + 1
 
 
 @processes(STREAM_TABLE_JOIN_VERSIONED)
@@ -93,8 +97,10 @@ class VersionedStreamTableJoinProcessor(_VersionedJoin):
         ``(result,)`` to forward, or None. The runtime's batch loop calls it directly
         (``runtime.versioned_joined``)."""
         versions = self.versions
-        if timestamp > self.stream_time:
+        stream_time = self.stream_time
+        if timestamp > stream_time:
             self.context.put_long(self._time_key, timestamp)
+            stream_time = timestamp
         row = versions.get_as_of(key, timestamp)
         if row is None and versions.forgot(key, timestamp):
             # the table's row at that time is gone from its history: joining with no row
@@ -107,7 +113,7 @@ class VersionedStreamTableJoinProcessor(_VersionedJoin):
         joined = (self.joiner(value, other),) if other is not None or self.left else None
         # a record the grace has passed, or older than the table's history, cannot be
         # corrected: no later update may apply to it (those are refused, or not re-joined)
-        if timestamp >= max(self.buffered_from, versions.history_start):
+        if timestamp >= max(self.buffered_since(stream_time), versions.history_start):
             self.buffer.put(key, value, timestamp, headers)
         return joined
 
