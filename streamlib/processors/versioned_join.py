@@ -23,10 +23,11 @@ retraction).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from ..node_kinds import STREAM_TABLE_JOIN_UPDATE, STREAM_TABLE_JOIN_VERSIONED
 from .base import Processor
+from .drops import Where
 from .record import Change, Headers, Record
 from .stores.stream_buffer import StreamBuffer
 from .stores.versioned import VersionedKeyValueStore
@@ -64,7 +65,11 @@ class _VersionedJoin(Processor):
     def buffered_from(self) -> int:
         """The oldest timestamp the buffer still holds records for: Kafka evicts a
         record once the stream time reaches its timestamp + grace."""
-        return self.stream_time - self.grace_ms + 1
+        return self.buffered_since(self.stream_time)
+
+    def buffered_since(self, stream_time: int) -> int:
+        """:attr:`buffered_from` at ``stream_time``."""
+        return stream_time - self.grace_ms + 1
 
 
 @processes(STREAM_TABLE_JOIN_VERSIONED)
@@ -81,23 +86,36 @@ class VersionedStreamTableJoinProcessor(_VersionedJoin):
             # a left join joins a None key with no row and nothing can correct it (KIP-962)
             self.forward(record.with_value(self.joiner(value, None)))
             return
+        joined = self.join_one(key, value, record.timestamp, record.headers, record.topic, record.partition,
+                               record.offset)
+        if joined is not None:
+            self.forward(record.with_value(joined[0]))
+
+    def join_one(self, key: Any, value: Any, timestamp: int, headers: Headers, topic: str, partition: int,
+                 offset: int) -> Optional[tuple[Any]]:
+        """:meth:`process` of a record with a key and a value, given as its fields:
+        ``(result,)`` to forward, or None. The runtime's batch loop calls it directly
+        (``runtime.versioned_joined``)."""
         versions = self.versions
-        if record.timestamp > self.stream_time:
-            self.context.put_long(self._time_key, record.timestamp)
-        row = versions.get_as_of(key, record.timestamp)
-        if row is None and versions.forgot(key, record.timestamp):
+        stream_time = self.stream_time
+        if timestamp > stream_time:
+            self.context.put_long(self._time_key, timestamp)
+            stream_time = timestamp
+        row = versions.get_as_of(key, timestamp)
+        if row is None and versions.forgot(key, timestamp):
             # the table's row at that time is gone from its history: joining with no row
             # would be a silently wrong answer (Kafka gives one); count and log the drop
-            self.drop("expired_table_version", record, detail="older than the table's history "
-                      "(history_retention), whose version for that time has expired")
-            return
+            self.drop("expired_table_version", Where(topic, partition, offset),
+                      detail="older than the table's history (history_retention), whose version for "
+                      "that time has expired")
+            return None
         other = None if row is None else row[0]
-        if other is not None or self.left:
-            self.forward(record.with_value(self.joiner(value, other)))
+        joined = (self.joiner(value, other),) if other is not None or self.left else None
         # a record the grace has passed, or older than the table's history, cannot be
         # corrected: no later update may apply to it (those are refused, or not re-joined)
-        if record.timestamp >= max(self.buffered_from, versions.history_start):
-            self.buffer.put(key, value, record.timestamp, record.headers)
+        if timestamp >= max(self.buffered_since(stream_time), versions.history_start):
+            self.buffer.put(key, value, timestamp, headers)
+        return joined
 
     def watermark(self) -> int:
         return self.buffered_from - 1

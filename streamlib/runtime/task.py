@@ -16,6 +16,8 @@ from ..processors.timers import STREAM_TIME, WALL_CLOCK_TIME, Timers
 from ..state import StoreSpec
 from ..topology import SubTopology, Topology
 from .fused import FusedChain
+from .joined import JoinedBatch
+from .versioned_joined import VersionedJoinBatch
 from .encoding import InputEncoding
 from .order import processing_order
 
@@ -78,6 +80,9 @@ class Task:
         self._batch_child: Optional[tuple] = None
         #: the whole sub-topology when it is one stateless chain run over columns
         self._fused: Optional[FusedChain] = None
+        #: the whole sub-topology when it is one stream–table join: run over columns (the
+        #: classic join), or with a lean loop (with a grace period)
+        self._joined: Optional[Any] = None
 
     # -- stores --------------------------------------------------------------------------
     def store_specs(self) -> list[StoreSpec]:
@@ -134,8 +139,12 @@ class Task:
             if child.takes_batches(source.key_serde):
                 self._batch_child = (source.node.params.topics[0], source, child)
         # Fused only while no stream-time timer could be due between two records.
-        self._fused = (FusedChain.of(self.processors, context)
-                       if context.timers.next_stream_due == float("inf") else None)
+        no_timers = context.timers.next_stream_due == float("inf")
+        self._fused = FusedChain.of(self.processors, context) if no_timers else None
+        self._joined = None
+        if no_timers:
+            self._joined = (JoinedBatch.of(self.processors, context, self._process_records)
+                            or VersionedJoinBatch.of(self.processors, context))
 
     def advance_time(self, stream_time: int) -> None:
         """Move the task's stream time forward (never back) and let every processor
@@ -212,6 +221,8 @@ class Task:
             topic, source, child = self._batch_child
             source.receive_table(table, topic)
             child.process_batch(table, topic)
+            return
+        if self._joined is not None and self._joined.run(table):
             return
         if self._fused is not None:
             rows = self._fused.run(table)

@@ -27,6 +27,7 @@ Slot = tuple[int, ...]
 INDEX_TAG = b"t"
 _LEN = struct.Struct(">I")
 _TIME = struct.Struct(">Q")
+_TIMES2 = struct.Struct(">QQ")
 _BIAS = 1 << 63
 _MAX_TIME = _BIAS - 1
 
@@ -73,6 +74,8 @@ class Layout:
     def _times(self, slot: Slot) -> bytes:
         if len(slot) != self.width:
             raise ValueError(f"expected {self.width} times, got {slot!r}")
+        if len(slot) == 2:   # sessions, and the join's stream buffer once per record: inline
+            return _TIMES2.pack(slot[0] + _BIAS, slot[1] + _BIAS)
         return b"".join(encode_time(t) for t in slot)
 
     def data_key(self, kb: bytes, slot: Slot) -> bytes:
@@ -87,6 +90,9 @@ class Layout:
     def parse_data(self, dk: bytes) -> tuple[bytes, Slot]:
         n = _LEN.unpack_from(dk, 1)[0]
         kb = bytes(dk[5:5 + n])
+        if self.width == 2:
+            first, second = _TIMES2.unpack_from(dk, 5 + n)
+            return kb, (first - _BIAS, second - _BIAS)
         return kb, tuple(decode_time(dk, 5 + n + 8 * i) for i in range(self.width))
 
     def parse_index(self, ik: bytes) -> tuple[bytes, Slot]:

@@ -138,7 +138,7 @@ class TimedStore(TypedStore):
             _, dk = heapq.heappop(heap)
             if self._cache.get(dk) is not None:
                 kb, slot = self.layout.parse_data(dk)
-                self._remove(kb, slot, timestamp)
+                self._set(kb, slot, dk, None, timestamp)
 
     # -- end of batch --------------------------------------------------------------------
     def write_back(self) -> None:

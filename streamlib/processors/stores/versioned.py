@@ -18,6 +18,7 @@ versions no lookup can reach any more.
 from __future__ import annotations
 
 import struct
+from bisect import bisect_right
 from typing import Any, Optional
 
 from ...serdes import Serde
@@ -80,6 +81,37 @@ class VersionedKeyValueStore(TimedStore):
         self._history_expired_to = expired_to
         self._meta = (observed, expired_to)
 
+    def _reset(self) -> None:
+        super()._reset()
+        #: key bytes -> (version timestamps, ``(value, valid_from)`` of each), oldest
+        #: first: a key's history as this batch sees it, read once with one scan and kept
+        #: current by :meth:`_set`, so a lookup is a bisection, not a seek into RocksDB
+        self._histories: dict[bytes, tuple[list[int], list[tuple[Any, int]]]] = {}
+
+    def _history(self, kb: bytes) -> tuple[list[int], list[tuple[Any, int]]]:
+        found = self._histories.get(kb)
+        if found is None:
+            entries = self._key_entries(kb)
+            found = self._histories[kb] = ([slot[0] for slot, _, _ in entries],
+                                           [(value, ts) for _, value, ts in entries])
+        return found
+
+    def _set(self, kb: bytes, slot: tuple, dk: bytes, entry: Any, stamp: Optional[int]) -> None:
+        super()._set(kb, slot, dk, entry, stamp)
+        history = self._histories.get(kb)
+        if history is None:
+            return
+        times, versions = history
+        at = bisect_right(times, slot[0])
+        if at and times[at - 1] == slot[0]:
+            if entry is None:
+                del times[at - 1], versions[at - 1]
+            else:
+                versions[at - 1] = entry
+        elif entry is not None:
+            times.insert(at, slot[0])
+            versions.insert(at, entry)
+
     # -- time ----------------------------------------------------------------------------
     def observe(self, timestamp: int) -> None:
         """Move the observed stream time forward to ``timestamp`` (never back)."""
@@ -110,16 +142,16 @@ class VersionedKeyValueStore(TimedStore):
         is none, it is a tombstone, or ``timestamp`` is older than the history and the
         key's latest version began after it (Kafka's ``RocksDBVersionedStore.get``: the
         latest version never expires; an older one is not looked for there)."""
-        kb = self.key_serde.serialize(key)
-        if timestamp < self.history_start:
-            latest = self._key_nearest(kb, None, None, newest=True)
-            if latest is None or latest[2] > timestamp or latest[1] is None:
-                return None
-            return latest[1], latest[2]
-        found = self._key_nearest(kb, None, timestamp, newest=True)
-        if found is None:
+        times, versions = self._history(self.key_serde.serialize(key))
+        if not times:
             return None
-        _, value, valid_from = found
+        if timestamp < self.history_start:
+            value, valid_from = versions[-1]
+            return None if valid_from > timestamp or value is None else (value, valid_from)
+        at = bisect_right(times, timestamp)
+        if at == 0:
+            return None
+        value, valid_from = versions[at - 1]
         return None if value is None else (value, valid_from)
 
     def forgot(self, key: Any, timestamp: int) -> bool:
@@ -128,13 +160,14 @@ class VersionedKeyValueStore(TimedStore):
         :meth:`get_as_of` cannot say what the table held then (it answers None)."""
         if timestamp >= self.history_start:
             return False
-        latest = self._key_nearest(self.key_serde.serialize(key), None, None, newest=True)
-        return latest is not None and latest[2] > timestamp
+        times, _ = self._history(self.key_serde.serialize(key))
+        return bool(times) and times[-1] > timestamp
 
     def next_version_after(self, key: Any, timestamp: int) -> Optional[int]:
         """The timestamp of the key's oldest version newer than ``timestamp``, or None."""
-        found = self._key_nearest(self.key_serde.serialize(key), timestamp + 1, None, newest=False)
-        return None if found is None else found[0][0]
+        times, _ = self._history(self.key_serde.serialize(key))
+        at = bisect_right(times, timestamp)
+        return times[at] if at < len(times) else None
 
     def versions(self, key: Any) -> list[tuple[Any, int]]:
         """Every stored ``(value, valid_from)`` of ``key``, oldest first (tombstones as None)."""
