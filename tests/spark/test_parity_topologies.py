@@ -33,8 +33,8 @@ from hypothesis import strategies as st
 from both_engines import Outcome
 from engine import Workspace
 from parity_topologies import (GLOBAL, KEYS, Aggregate, Branch, GlobalLookup, Merge, Src, Step, StreamJoin,
-                               Table, TableJoin, TableLookup, ToTopic, Window, build, dsl, table_outputs,
-                               topologies)
+                               Table, TableJoin, TableLookup, ToTopic, Window, _next_key, build, dsl,
+                               table_outputs, topologies)
 from streamlib import Serdes, Streams, TopologyError, TopologyTestDriver
 from streamlib.spark.plan import stage_order
 from streamlib.topics.partitioner import default_partitioner
@@ -223,6 +223,42 @@ def joins_a_table_with_itself_on_a_foreign_key(topology: tuple) -> bool:
                for out in topology)
 
 
+def _table_value(table: Table, value: Optional[str]) -> Optional[str]:
+    """A record's value as ``table`` (its topic through its steps) holds it."""
+    for op in table.ops:
+        value = (None if value == "b" else value) if op == "filter" else _next_key(value)
+    return value
+
+
+def sets_and_deletes_a_foreign_row_in_one_commit(topology: tuple, records: dict, batch: Optional[int],
+                                                 restart: Optional[int]) -> bool:
+    """Known difference (see the xfail tests): under Spark a right row of a foreign-key
+    join that is set and deleted again within one commit is never forwarded (a record
+    cache skips a row absent before and after), yet a subscription answered in between
+    saw it, so its answer is never retracted. Only possible where one batch can hold the
+    set and the delete of a right key some left row points to."""
+    if batch == 1:
+        return False
+    runs = deliveries(records, restart)
+    for out in topology:
+        if not (isinstance(out, TableJoin) and out.foreign_key):
+            continue
+        foreign_keys = {_table_value(out.left, r[1]) for run in runs for r in run[out.left.topic]}
+        state: dict = {}
+        for run in runs:
+            set_from_absent = set()
+            for key, value, _ in run[out.right.topic]:
+                if key is None or key not in foreign_keys:
+                    continue
+                value = _table_value(out.right, value)
+                if value is not None and state.get(key) is None:
+                    set_from_absent.add(key)
+                elif value is None and key in set_from_absent:
+                    return True
+                state[key] = value
+    return False
+
+
 def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: Optional[int],
           later: bool = True) -> None:
     if currently_in_test_context():
@@ -234,6 +270,7 @@ def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: 
         assume(not refused_by_spark(built))
         assume(not loses_a_table_join_delete(topology, records, batch, restart))
         assume(not joins_a_table_with_itself_on_a_foreign_key(topology))
+        assume(not sets_and_deletes_a_foreign_row_in_one_commit(topology, records, batch, restart))
     try:
         driver, on_spark = outcomes(spark, topology, records, batch, restart, later)
         assert_same(driver, on_spark, table_outputs(topology))
