@@ -31,6 +31,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -46,6 +47,7 @@ import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.QueryableStoreTypes;
 import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
 
@@ -56,7 +58,8 @@ import org.apache.kafka.streams.state.ReadOnlyKeyValueStore;
  *
  * <p>{@code CachedRuns BOOTSTRAP CACHE_BYTES COMMIT_MS}; stdin: one JSON object
  * {"topology": name, "runs": [[{"topic", "partition", "key", "value", "timestamp"}, ...], ...]}
- * (a run may also be {"records": [...], "inputs_only": true}, see waitUntilAllRead);
+ * (a run may also be {"records": [...], "inputs_only": true}: closed once its records are
+ * processed, see waitUntilProcessed);
  * BOOTSTRAP {@code test-driver}: TopologyTestDriver instead, caching off, the records piped
  * in the order given. Both answers also give "dropped": the tasks' dropped-records-total.
  * Each run's records are produced first; then one KafkaStreams instance (one thread,
@@ -77,8 +80,7 @@ public final class CachedRuns {
     /** The topologies of tests/parity_topologies.py that the xfail cases use. */
     static Topology topology(String name, String p) {
         StreamsBuilder builder = new StreamsBuilder();
-        Materialized<String, String, org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>
-                store = Materialized.as("store0");
+        Materialized<String, String, KeyValueStore<Bytes, byte[]>> store = Materialized.as("store0");
         KTable<String, String> joined;
         switch (name) {
             case "t1.join(t2)":
@@ -128,16 +130,26 @@ public final class CachedRuns {
         client.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         ObjectNode result = JSON.createObjectNode();
         try (Admin admin = Admin.create(client)) {
-            admin.createTopics(List.of(new NewTopic(prefix + "t1", 2, (short) 1), new NewTopic(prefix + "t2", 2, (short) 1),
-                    new NewTopic(prefix + "out0", 1, (short) 1))).all().get();
+            admin.createTopics(List.of(new NewTopic(prefix + "t1", 2, (short) 1), new NewTopic(prefix + "t2", 2,
+                    (short) 1), new NewTopic(prefix + "out0", 1, (short) 1))).all().get();
             Map<String, String> store = new HashMap<>();
             double dropped = 0;
             for (JsonNode run : request.get("runs")) {
                 boolean inputsOnly = run.isObject() && run.path("inputs_only").asBoolean();
                 produce(bootstrap, prefix, run.isObject() ? run.get("records") : run);
-                try (KafkaStreams streams = new KafkaStreams(topology(request.get("topology").asText(), prefix), props)) {
+                Properties runProps = new Properties();
+                runProps.putAll(props);
+                if (inputsOnly) {   // no commit before close()
+                    runProps.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 3_600_000L);
+                }
+                Topology topology = topology(request.get("topology").asText(), prefix);
+                try (KafkaStreams streams = new KafkaStreams(topology, runProps)) {
                     streams.start();
-                    waitUntilAllRead(admin, app, prefix, streams, inputsOnly);
+                    if (inputsOnly) {
+                        waitUntilProcessed(streams, (run.isObject() ? run.get("records") : run).size());
+                    } else {
+                        waitUntilAllRead(admin, app, prefix, streams);
+                    }
                     store.clear();
                     ReadOnlyKeyValueStore<String, String> view = streams.store(
                             StoreQueryParameters.fromNameAndType("store0", QueryableStoreTypes.keyValueStore()));
@@ -196,7 +208,8 @@ public final class CachedRuns {
     /** The tasks' dropped-records-total summed. */
     private static double droppedRecords(Map<MetricName, ? extends Metric> metrics) {
         return metrics.entrySet().stream()
-                .filter(e -> e.getKey().name().equals("dropped-records-total") && e.getKey().tags().containsKey("task-id"))
+                .filter(e -> e.getKey().name().equals("dropped-records-total")
+                        && e.getKey().tags().containsKey("task-id"))
                 .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue()).sum();
     }
 
@@ -213,12 +226,26 @@ public final class CachedRuns {
         }
     }
 
+    /** Until the stream thread has processed {@code records} records (no commit yet: the
+     * commit interval is an hour), so that what the closing commit writes to repartition
+     * topics is read by the next run, with that run's records, in one commit. */
+    private static void waitUntilProcessed(KafkaStreams streams, int records) throws Exception {
+        long deadline = System.currentTimeMillis() + 300_000;
+        while (streams.metrics().entrySet().stream()
+                .filter(e -> e.getKey().name().equals("process-total")
+                        && e.getKey().group().equals("stream-thread-metrics"))
+                .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue()).sum() < records) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("the application did not process its input in 300 s");
+            }
+            Thread.sleep(100);
+        }
+    }
+
     /** Until the streams' group has committed every source topic's end offset (inputs and
-     * repartitions), twice in a row: what a commit's cache flush wrote has been read too.
-     * {@code inputsOnly}: the input topics only, so that what the closing commit writes to
-     * repartition topics is read by the next run, with that run's records. */
-    private static void waitUntilAllRead(Admin admin, String app, String prefix, KafkaStreams streams,
-                                         boolean inputsOnly) throws Exception {
+     * repartitions), twice in a row: what a commit's cache flush wrote has been read too. */
+    private static void waitUntilAllRead(Admin admin, String app, String prefix, KafkaStreams streams)
+            throws Exception {
         int quiet = 0;
         long deadline = System.currentTimeMillis() + 300_000;
         while (quiet < 2) {
@@ -231,7 +258,8 @@ public final class CachedRuns {
                 continue;
             }
             Set<String> topics = admin.listTopics().names().get().stream()
-                    .filter(t -> t.equals(prefix + "t1") || t.equals(prefix + "t2") || (!inputsOnly && t.startsWith(app + "-") && t.endsWith("-repartition")))
+                    .filter(t -> t.equals(prefix + "t1") || t.equals(prefix + "t2")
+                            || (t.startsWith(app + "-") && t.endsWith("-repartition")))
                     .collect(Collectors.toSet());
             Map<TopicPartition, OffsetSpec> ends = new HashMap<>();
             for (var d : admin.describeTopics(topics).allTopicNames().get().values()) {
