@@ -33,8 +33,8 @@ from hypothesis import strategies as st
 from both_engines import Outcome
 from engine import Workspace
 from parity_topologies import (GLOBAL, KEYS, Aggregate, Branch, GlobalLookup, Merge, Src, Step, StreamJoin,
-                               Table, TableJoin, TableLookup, ToTopic, Window, build, dsl, table_outputs,
-                               topologies)
+                               Table, TableJoin, TableLookup, ToTopic, Window, _next_key, build, dsl,
+                               table_outputs, topologies)
 from streamlib import Serdes, Streams, TopologyError, TopologyTestDriver
 from streamlib.spark.plan import stage_order
 from streamlib.topics.partitioner import default_partitioner
@@ -102,8 +102,8 @@ def deliveries(records: dict[str, list[tuple]], restart: Optional[int],
     (whole seconds, so topics keep their own milliseconds): under Spark a task whose
     input is all read is advanced to the application's stream time (DESIGN.md, "Time and
     order"), so a record that arrives after the application moved on may be late
-    where Kafka Streams' (and the driver's) per-task stream time is not; see the xfail
-    test for that difference."""
+    where Kafka Streams' (and the driver's) per-task stream time is not; see
+    ``test_a_record_arriving_after_the_application_moved_on_is_late_under_spark``."""
     if restart is None:
         return [records]
     first = {t: rows[:restart] for t, rows in records.items()}
@@ -194,7 +194,7 @@ def _note(text: str) -> None:
 
 
 def refused_by_spark(built) -> bool:
-    """Known difference (see the xfail tests): Spark refuses a topology whose
+    """Known difference: Spark refuses a topology whose
     sub-topology reads what it writes itself, which the driver runs."""
     try:
         stage_order(built)
@@ -205,22 +205,64 @@ def refused_by_spark(built) -> bool:
 
 def loses_a_table_join_delete(topology: tuple, records: dict, batch: Optional[int],
                               restart: Optional[int]) -> bool:
-    """Known difference (see the xfail tests): under Spark an inner key table–table join
-    loses a delete when both rows of a key go in one commit after their result was
-    emitted in an earlier one. Only possible with more than one commit and deletes on
-    both sides (tombstones, or a filter)."""
+    """Deliberate difference (docs/semantics.md; test
+    ``test_an_inner_table_join_keeps_a_result_whose_rows_both_go_in_one_later_commit``):
+    with caching an inner key table–table join forwards no delete when both rows of a key
+    go in one commit after their result was emitted in an earlier one, as Kafka Streams.
+    Only possible with more than one commit and deletes on both sides (tombstones, or a
+    filter); a left or outer join forwards the delete."""
     if batch is None and restart is None:
         return False
-    return any(isinstance(out, TableJoin) and not out.foreign_key
+    return any(isinstance(out, TableJoin) and not out.foreign_key and out.kind == "join"
                and all("filter" in t.ops or any(r[1] is None for r in records[t.topic]) for t in (out.left, out.right))
                for out in topology)
 
 
 def joins_a_table_with_itself_on_a_foreign_key(topology: tuple) -> bool:
-    """Known difference (see the xfail tests): an FK join of a table with itself can
-    drop an answer as stale under Spark."""
+    """Deliberate difference (docs/semantics.md; test
+    ``test_a_foreign_key_join_of_a_table_with_itself_drops_a_stale_answer_as_kafka_streams_does``):
+    an FK join of a table with itself drops an answer as stale under Spark, as Kafka
+    Streams does, where the driver emits it."""
     return any(isinstance(out, TableJoin) and out.foreign_key and out.left.topic == out.right.topic
                for out in topology)
+
+
+def _table_value(table: Table, value: Optional[str]) -> Optional[str]:
+    """A record's value as ``table`` (its topic through its steps) holds it."""
+    for op in table.ops:
+        value = (None if value == "b" else value) if op == "filter" else _next_key(value)
+    return value
+
+
+def sets_and_deletes_a_foreign_row_in_one_commit(topology: tuple, records: dict, batch: Optional[int],
+                                                 restart: Optional[int]) -> bool:
+    """Deliberate difference (docs/semantics.md; test
+    ``test_a_foreign_key_answer_from_a_row_set_and_deleted_in_one_commit_stays``): with
+    caching a right row of a foreign-key join that is set and deleted again within one
+    commit is never forwarded (a record cache skips a row absent before and after, as
+    Kafka's), yet a subscription answered in between saw it, so its answer stays. Only
+    possible where one batch can hold the set and the delete of a right key some left row
+    points to."""
+    if batch == 1:
+        return False
+    runs = deliveries(records, restart)
+    for out in topology:
+        if not (isinstance(out, TableJoin) and out.foreign_key):
+            continue
+        foreign_keys = {_table_value(out.left, r[1]) for run in runs for r in run[out.left.topic]}
+        state: dict = {}
+        for run in runs:
+            set_from_absent = set()
+            for key, value, _ in run[out.right.topic]:
+                if key is None or key not in foreign_keys:
+                    continue
+                value = _table_value(out.right, value)
+                if value is not None and state.get(key) is None:
+                    set_from_absent.add(key)
+                elif value is None and key in set_from_absent:
+                    return True
+                state[key] = value
+    return False
 
 
 def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: Optional[int],
@@ -234,6 +276,7 @@ def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: 
         assume(not refused_by_spark(built))
         assume(not loses_a_table_join_delete(topology, records, batch, restart))
         assume(not joins_a_table_with_itself_on_a_foreign_key(topology))
+        assume(not sets_and_deletes_a_foreign_row_in_one_commit(topology, records, batch, restart))
     try:
         driver, on_spark = outcomes(spark, topology, records, batch, restart, later)
         assert_same(driver, on_spark, table_outputs(topology))
@@ -331,37 +374,78 @@ def test_a_foreign_key_join_beside_a_key_join_drops_no_response_as_stale(spark, 
     assert_same(driver, on_spark, table_outputs(topology))
 
 
-@pytest.mark.xfail(strict=True, reason="both rows of a key deleted in one commit after their join result was "
-                   "emitted: each side's cached delete meets the other side already deleted, so the inner join "
-                   "forwards nothing (KTableKTableInnerJoin returns without the other row); the driver commits per "
-                   "record and forwards the delete")
-def test_an_inner_table_join_forwards_the_delete_when_both_rows_go_in_one_later_commit(spark):
+def assert_spark_keeps(driver: Outcome, on_spark: Outcome, key: str, value: str) -> None:
+    """The driver's join result ends deleted, Spark's keeps ``key -> value``; no drops."""
+    assert driver.final("out0") == {} and driver.stores == {"store0": {}}
+    assert on_spark.final("out0") == {key: value}
+    assert on_spark.stores == {"store0": {key: value}}
+    assert on_spark.metrics["drops"] == driver.metrics["drops"] == {}
+    assert on_spark.metrics["dropped_records"] == driver.metrics["dropped_records"] == 0
+
+
+def test_an_inner_table_join_keeps_a_result_whose_rows_both_go_in_one_later_commit(spark):
+    """A deliberate difference (docs/semantics.md, "Deliberate differences from
+    TopologyTestDriver"): both rows of ``b`` are deleted in one commit after their join
+    result was emitted in an earlier one. With caching each side's delete is forwarded at
+    the commit, finds the other side already deleted, and the inner join forwards nothing
+    (Kafka's KTableKTableInnerJoin returns when the other row is missing), so ``c|b-row``
+    stays; the driver commits after every record and forwards the delete. Kafka Streams
+    on a broker with caching and one commit per run gives Spark's result, without caching
+    the driver's (tests/kafka/test_kafka_streams_caching.py)."""
     topology = (TableJoin(Table("t1"), Table("t2"), "join"),)
+    records = dict(NO_RECORDS, t1=[("b", "c", 2002), ("b", None, 7002)], t2=[("b", "b-row", 3), ("b", None, 8003)])
+    driver, on_spark = outcomes(spark, topology, records, batch=None, restart=1)
+    assert_spark_keeps(driver, on_spark, "b", "c|b-row")
+
+
+@pytest.mark.parametrize("kind", ["left_join", "outer_join"])
+def test_a_left_or_outer_table_join_forwards_the_delete_when_both_rows_go_in_one_later_commit(spark, kind):
+    """Unlike the inner join above (so the soak skips the inner join only): the left side's
+    delete is forwarded whatever the other side holds."""
+    topology = (TableJoin(Table("t1"), Table("t2"), kind),)
     records = dict(NO_RECORDS, t1=[("b", "c", 2002), ("b", None, 7002)], t2=[("b", "b-row", 3), ("b", None, 8003)])
     check(spark, topology, records, batch=None, restart=1)
 
 
-@pytest.mark.xfail(strict=True, reason="a foreign-key join of a table with itself (filtered): a change of a row "
-                   "that is both a left row and its own foreign row sends its new left value and an answer with the "
-                   "same timestamp; the next sub-topology takes them in topic order, the driver in the order they "
-                   "were produced, so Spark drops the answer as stale (stale_response) and misses one update")
-def test_a_foreign_key_join_of_a_table_with_itself_drops_no_response_as_stale(spark):
+def test_a_foreign_key_join_of_a_table_with_itself_drops_a_stale_answer_as_kafka_streams_does(spark):
+    """A deliberate difference (docs/semantics.md, "Deliberate differences from
+    TopologyTestDriver"): ``a`` is a left row and its own foreign row; its change to ``c``
+    sends the new left value and an answer computed for the old one, with one timestamp.
+    Spark takes the new left value first (topic order) and drops the answer as stale
+    (``stale_response``), as Kafka Streams does, which checks an answer against the left
+    row as it is now (its TopologyTestDriver and an application on a broker, cached or
+    not, tests/kafka/test_kafka_streams_caching.py: ``a|a``, then the delete, two records
+    dropped). The driver follows the answer depth first before the new left value
+    reaches its copy of the left table, so it emits ``a|c`` for a moment."""
     topology = (TableJoin(Table("t2"), Table("t2", ("filter", "filter")), "join", foreign_key=True),)
     records = dict(NO_RECORDS, t2=[("a", "a", 6003), ("b", "b", 6003), (None, "a", 15003), ("a", "c", 12003)])
-    check(spark, topology, records, batch=3, restart=3)
+    driver, on_spark = outcomes(spark, topology, records, batch=3, restart=3)
+    assert [r[:3] for r in driver.outputs["out0"]] == [("a", "a|a", 6003), ("a", "a|c", 28003), ("a", None, 28003)]
+    assert [r[:3] for r in on_spark.outputs["out0"]] == [("a", "a|a", 6003), ("a", None, 28003)]
+    assert on_spark.stores == driver.stores == {"store0": {}}
+    drops = on_spark.metrics["drops"]
+    assert sum(drops.pop("stale_response").values()) == 1
+    assert drops == driver.metrics["drops"] and sum(drops["null_key"].values()) == 1
+    assert on_spark.metrics["dropped_records"] == driver.metrics["dropped_records"] + 1 == 2
 
 
-@pytest.mark.xfail(strict=True, reason="soak finding (not shrunk further): t2's rows of a key set and deleted in "
-                   "one commit are never forwarded (the cache skips a row absent before and after), but a "
-                   "subscription answered in between saw the row; the driver commits per record and forwards the "
-                   "delete, so its FK result for the key ends deleted, Spark's keeps 'a|a'")
-def test_a_foreign_key_answer_from_a_row_set_and_deleted_in_one_commit_is_retracted(spark):
+def test_a_foreign_key_answer_from_a_row_set_and_deleted_in_one_commit_stays(spark):
+    """A deliberate difference (docs/semantics.md, "Deliberate differences from
+    TopologyTestDriver"), found by the soak: t2's row ``a`` is set and deleted within one
+    commit. The subscription of t1's ``a`` is answered in between (``a|a``), but the
+    delete is never forwarded, as a record cache skips a row absent before and after the
+    commit (Kafka's CachingKeyValueStore), so the answer is never retracted; the driver
+    commits after every record and forwards the delete. Kafka Streams on a broker with
+    caching gives Spark's result when one commit covers what the Spark batch's stage
+    does (t1's records, then t2's with the subscriptions), without caching the driver's
+    (tests/kafka/test_kafka_streams_caching.py)."""
     topology = (TableJoin(Table("t1", ("filter",)), Table("t2", ("filter",)), "join", foreign_key=True),)
     records = dict(NO_RECORDS, t1=[("a", "a", 24002), ("a", "a", 15002), ("a", "a", 19002), ("a", "a", 22002),
                                    ("a", "a", 18002)],
                    t2=[("a", "a", 3), ("a", "a", 3), ("a", "a", 3), ("a", "a", 28003), ("a", "a", 3), ("a", "a", 3),
                        ("a", None, 3)])
-    check(spark, topology, records, batch=50, restart=None)
+    driver, on_spark = outcomes(spark, topology, records, batch=50, restart=None)
+    assert_spark_keeps(driver, on_spark, "a", "a|a")
 
 
 @pytest.mark.parametrize("kind", ["join", "left_join"])

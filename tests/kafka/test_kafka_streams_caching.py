@@ -1,0 +1,60 @@
+"""Kafka Streams itself decides the parity soak's deliberate differences (docs/semantics.md,
+"Deliberate differences from TopologyTestDriver"): each case of
+``tests/spark/test_parity_topologies.py`` run by a KafkaStreams application on a broker
+(``tests/oracle/.../CachedRuns.java``), one commit per run as one Spark batch, gives
+Spark's result with record caching and the driver's without (or, for the self-join, Spark's
+either way, as Kafka's own TopologyTestDriver does)."""
+from __future__ import annotations
+
+from kafka_streams_cached import kafka_streams_runs
+
+CACHE = 10 * 1024 * 1024
+
+
+def rec(topic: str, key, value, timestamp: int, partition: int = 0) -> dict:
+    return {"topic": topic, "partition": partition, "key": key, "value": value, "timestamp": timestamp}
+
+
+def final(answer: dict) -> dict:
+    table = {}
+    for key, value, _ in answer["outputs"]:
+        table[key] = value
+    return {k: v for k, v in table.items() if v is not None}
+
+
+def test_an_inner_table_join_keeps_the_result_of_rows_both_deleted_in_one_commit(kafka_bootstrap):
+    """Run 1 joins b; run 2 deletes both rows in one commit: with caching nothing is
+    forwarded (Spark's result), without it the delete (the driver's)."""
+    runs = [[rec("t1", "b", "c", 2002), rec("t2", "b", "b-row", 3)],
+            [rec("t1", "b", None, 10002), rec("t2", "b", None, 11003)]]
+    cached = kafka_streams_runs(kafka_bootstrap, "t1.join(t2)", runs, CACHE)
+    assert cached["outputs"] == [["b", "c|b-row", 2002]] and cached["store"] == {"b": "c|b-row"}
+    uncached = kafka_streams_runs(kafka_bootstrap, "t1.join(t2)", runs, 0)
+    assert uncached["outputs"] == [["b", "c|b-row", 2002], ["b", None, 10002]] and uncached["store"] == {}
+
+
+def test_a_foreign_key_self_join_drops_the_stale_answer(kafka_bootstrap):
+    """a's change to c: the answer for its old value is dropped as stale (with the null
+    key, two records dropped), in Kafka's TopologyTestDriver and with caching; never
+    ``a|c`` as our driver emits."""
+    runs = [[rec("t2", "a", "a", 6003), rec("t2", "b", "b", 6003), rec("t2", None, "a", 15003, partition=1)],
+            [rec("t2", "a", "c", 28003)]]
+    expected = [["a", "a|a", 6003], ["a", None, 28003]]
+    for answer in (kafka_streams_runs("test-driver", "t2.join(t2.filter.filter, fk)", runs, 0),
+                   kafka_streams_runs(kafka_bootstrap, "t2.join(t2.filter.filter, fk)", runs, CACHE)):
+        assert answer["outputs"] == expected and answer["store"] == {} and answer["dropped"] == 2
+
+
+def test_a_foreign_key_answer_from_a_row_set_and_deleted_in_one_commit_stays(kafka_bootstrap):
+    """As a Spark batch's stages: t1's records in one commit, then t2's with the
+    subscription that commit wrote. t2's a is set, the subscription answered (a|a), a
+    deleted, all in one commit: with caching the delete is never forwarded and a|a stays
+    (Spark's result); without caching it is retracted (the driver's)."""
+    t1 = [rec("t1", "a", "a", ts) for ts in (24002, 15002, 19002, 22002, 18002)]
+    t2 = [rec("t2", "a", v, ts) for v, ts in (("a", 3), ("a", 3), ("a", 3), ("a", 28003), ("a", 3), ("a", 3),
+                                              (None, 3))]
+    runs = [{"records": t1, "inputs_only": True}, t2]
+    cached = kafka_streams_runs(kafka_bootstrap, "t1.filter.join(t2.filter, fk)", runs, CACHE)
+    assert final(cached) == {"a": "a|a"} and cached["store"] == {"a": "a|a"}
+    uncached = kafka_streams_runs(kafka_bootstrap, "t1.filter.join(t2.filter, fk)", runs, 0)
+    assert final(uncached) == {} and uncached["store"] == {}
