@@ -27,10 +27,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from streamlib import StreamsConfig  # noqa: E402
-from streamlib.runtime.task import Task  # noqa: E402
-from streamlib.state import open_task_stores  # noqa: E402
 from join_bench import make_data, topology  # noqa: E402
+from task_runs import task_cpu_seconds  # noqa: E402
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
@@ -58,21 +56,7 @@ def input_batches(orders: list[tuple], updates: list[tuple], batches: int) -> li
 
 def run(grace_ms: int, tables: list[pa.Table], work: str) -> tuple[float, int]:
     """CPU seconds for all batches of the join with ``grace_ms``, and the rows emitted."""
-    top = topology(grace_ms)
-    config = StreamsConfig(application_id=f"join-task-bench-{grace_ms}", state_dir=work)
-    task = Task(top, top.subtopologies[0], 0, config)
-    stores = open_task_stores(os.path.join(work, "stores"), task.store_specs())
-    emitted = 0
-    started = time.process_time()
-    try:
-        for batch, table in enumerate(tables):
-            task.begin(stores, batch)
-            task.process_table(table)
-            task.commit()
-            emitted += task.take_output_table().num_rows
-    finally:
-        stores.close()
-    return time.process_time() - started, emitted
+    return task_cpu_seconds(topology(grace_ms), f"join-task-bench-{grace_ms}", tables, work, "stores")
 
 
 def main() -> None:

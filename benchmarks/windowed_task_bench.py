@@ -28,9 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from streamlib import StreamsConfig  # noqa: E402
-from streamlib.runtime.task import Task  # noqa: E402
-from streamlib.state import open_task_stores  # noqa: E402
+from task_runs import task_cpu_seconds  # noqa: E402
 from windowed_bench import INPUT_TOPIC, KEYS, SETTINGS, build_topology, make_events  # noqa: E402
 
 
@@ -56,21 +54,8 @@ def input_batches(events: int, batches: int, seed: int) -> list[pa.Table]:
 def run(name: str, tables: list[pa.Table], work: str) -> tuple[float, int]:
     """CPU seconds for all batches of ``name``, and the number of emitted rows."""
     size_s, advance_s, final = SETTINGS[name]
-    topology = build_topology(name, size_s, advance_s, final)
-    config = StreamsConfig(application_id=f"task-bench-{name}", state_dir=work)
-    task = Task(topology, topology.subtopologies[0], 0, config)
-    stores = open_task_stores(os.path.join(work, name), task.store_specs())
-    emitted = 0
-    started = time.process_time()
-    try:
-        for batch, table in enumerate(tables):
-            task.begin(stores, batch)
-            task.process_table(table)
-            task.commit()
-            emitted += len(task.take_output())
-    finally:
-        stores.close()
-    return time.process_time() - started, emitted
+    return task_cpu_seconds(build_topology(name, size_s, advance_s, final), f"task-bench-{name}", tables, work,
+                            name)
 
 
 def main() -> None:
