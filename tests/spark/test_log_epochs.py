@@ -26,6 +26,18 @@ def last_segment(root, topic):
     return sorted(glob.glob(os.path.join(root, topic, "0", "*.log")))[-1]
 
 
+def copies_of_one_changelog(tmp_path, root):
+    """``open_copy(name)``: task stores (one store, ``counts``) in their own directory,
+    all on one changelog in the local log at ``root``."""
+    backend = open_backend(f"local://{root}?fsync=false")
+    spec = StoreSpec("counts", changelog_topic="app-counts-changelog")
+
+    def open_copy(name):
+        return open_task_stores(tmp_path / name, [spec], backend=backend, partition=0, num_partitions=1,
+                                producer_prefix="app")
+    return open_copy
+
+
 def test_a_new_topic_starts_an_epoch_above_older_topics(tmp_path):
     backend = open_backend(f"local://{tmp_path}")
     backend.create_topic("t")
@@ -119,12 +131,7 @@ def test_a_store_copy_that_read_a_cut_changelog_tail_is_rebuilt(tmp_path, caplog
     writes a new record there. Back on copy a, catching up from offset 2 would keep the
     lost record and miss the new one: the epochs say so, and the copy is rebuilt."""
     root = str(tmp_path / "log")
-    backend = open_backend(f"local://{root}?fsync=false")
-    spec = StoreSpec("counts", changelog_topic="app-counts-changelog")
-
-    def open_copy(name):
-        return open_task_stores(tmp_path / name, [spec], backend=backend, partition=0, num_partitions=1,
-                                producer_prefix="app")
+    open_copy = copies_of_one_changelog(tmp_path, root)
 
     def run(stores, batch, key, value):
         stores.begin(batch)
@@ -182,12 +189,7 @@ def test_a_copy_logs_again_what_only_it_still_reflects(tmp_path, caplog):
     """The changelog lost batch 1's frame and nothing took its place: the copy that
     reflects it logs its contents again, so a copy restored later has batch 1 too."""
     root = str(tmp_path / "log")
-    backend = open_backend(f"local://{root}?fsync=false")
-    spec = StoreSpec("counts", changelog_topic="app-counts-changelog")
-
-    def open_copy(name):
-        return open_task_stores(tmp_path / name, [spec], backend=backend, partition=0, num_partitions=1,
-                                producer_prefix="app")
+    open_copy = copies_of_one_changelog(tmp_path, root)
 
     with open_copy("a") as a:
         for batch, (key, value) in enumerate([(b"x", b"0"), (b"y", b"1")]):
@@ -211,12 +213,7 @@ def test_a_copy_logged_again_deletes_what_the_lost_records_deleted(tmp_path):
     logs its contents again with a delete of ``y``, so a copy restored later does not
     bring ``y`` back (found by ``make faults``: an expired window's deletes lost)."""
     root = str(tmp_path / "log")
-    backend = open_backend(f"local://{root}?fsync=false")
-    spec = StoreSpec("counts", changelog_topic="app-counts-changelog")
-
-    def open_copy(name):
-        return open_task_stores(tmp_path / name, [spec], backend=backend, partition=0, num_partitions=1,
-                                producer_prefix="app")
+    open_copy = copies_of_one_changelog(tmp_path, root)
 
     with open_copy("a") as a:
         a.begin(0)
