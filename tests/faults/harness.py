@@ -548,7 +548,10 @@ def main(argv: list[str] | None = None) -> int:
 
         now = dt.datetime.now(dt.timezone.utc)
         hour, minute = map(int, args.stop_killing_at.split(":"))
-        stop = now.replace(hour=hour, minute=minute, second=0, microsecond=0).timestamp()
+        stop = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        if stop <= now:   # a time past midnight: tomorrow's
+            stop += dt.timedelta(days=1)
+        stop = stop.timestamp()
     from kafka_faults import KIND as BROKER_RESTART, broker_restart_run
     from log_faults import KINDS, log_damage_run
 
