@@ -36,6 +36,7 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.errors.InvalidStateStoreException;
 import org.apache.kafka.streams.StoreQueryParameters;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -151,11 +152,7 @@ public final class CachedRuns {
                         waitUntilAllRead(admin, app, prefix, streams);
                     }
                     store.clear();
-                    ReadOnlyKeyValueStore<String, String> view = streams.store(
-                            StoreQueryParameters.fromNameAndType("store0", QueryableStoreTypes.keyValueStore()));
-                    try (KeyValueIterator<String, String> all = view.all()) {
-                        all.forEachRemaining(kv -> store.put(kv.key, kv.value));
-                    }
+                    store.putAll(storeContents(streams));
                     dropped += droppedRecords(streams.metrics());
                 }
             }
@@ -164,6 +161,29 @@ public final class CachedRuns {
             result.put("dropped", dropped);
         }
         System.out.println(JSON.writeValueAsString(result));
+    }
+
+    /** ``store0``'s contents, once the application may be queried: a rebalance after the
+     * last record was processed (FK joins create internal topics) makes the store
+     * unavailable for a moment, so wait for it to end rather than fail. */
+    private static Map<String, String> storeContents(KafkaStreams streams) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + 300_000;
+        while (true) {
+            try {
+                Map<String, String> store = new HashMap<>();
+                ReadOnlyKeyValueStore<String, String> view = streams.store(
+                        StoreQueryParameters.fromNameAndType("store0", QueryableStoreTypes.keyValueStore()));
+                try (KeyValueIterator<String, String> all = view.all()) {
+                    all.forEachRemaining(kv -> store.put(kv.key, kv.value));
+                }
+                return store;
+            } catch (InvalidStateStoreException e) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(100);
+            }
+        }
     }
 
     /** The runs' records piped in order into Kafka Streams' TopologyTestDriver, caching off
