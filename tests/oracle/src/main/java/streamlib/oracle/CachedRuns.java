@@ -78,7 +78,7 @@ public final class CachedRuns {
 
     private CachedRuns() { }
 
-    /** The topologies of tests/parity_topologies.py that the xfail cases use. */
+    /** The topologies of tests/parity_topologies.py in the cases docs/semantics.md lists as deliberate differences. */
     static Topology topology(String name, String p) {
         StreamsBuilder builder = new StreamsBuilder();
         Materialized<String, String, KeyValueStore<Bytes, byte[]>> store = Materialized.as("store0");
