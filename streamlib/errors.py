@@ -40,6 +40,11 @@ class ChangelogConfigMismatch(StreamlibError):
     """A store's changelog topic exists with other configs than its ``Materialized`` asks."""
 
 
+class ChangelogLost(StreamlibError):
+    """A store's changelog no longer holds records that committed batches wrote, and the
+    copy being restored does not hold them either: restoring would lose them silently."""
+
+
 class LogDiverged(OffsetOutOfRange):
     """A partition's log no longer holds what a checkpoint (or a store copy) read from it,
     and where it diverged cannot be read again exactly."""

@@ -99,11 +99,13 @@ class Task:
 
     # -- one batch -----------------------------------------------------------------------
     def begin(self, stores: Any, batch_id: int, stream_time: int = -1,
-              wall_clock: Optional[int] = None) -> None:
+              wall_clock: Optional[int] = None, committed: Optional[dict] = None) -> None:
         """Start a batch on ``stores`` (from :func:`streamlib.state.open_task_stores`,
         or ``None`` for a stateless task); ``stream_time``: the application's stream
         time, which the task advances to before it processes anything (under Spark);
-        ``wall_clock``: the time now (processors schedule wall-clock timers from it)."""
+        ``wall_clock``: the time now (processors schedule wall-clock timers from it);
+        ``committed``: the changelog positions its stores reached in an earlier batch
+        (see :meth:`streamlib.state.TaskStores.begin`)."""
         self._stores = stores
         self._views = []
         context = self.context
@@ -116,7 +118,7 @@ class Task:
         context.task_state_changed = set()
         context.timers = Timers()  # processors schedule theirs in init()
         if stores is not None:
-            stores.begin(batch_id)
+            stores.begin(batch_id, committed)
             for name in self.sub.stores:
                 view = typed_store(self.topology.stores[name], stores[name], self.config)
                 self.context.stores[name] = view

@@ -14,7 +14,9 @@ batch's rows. A micro-batch ``b`` is, in order:
    windows close everywhere without new input (Spark's no-data batch). Left out while
    input waits: windows close once the backlog is read (DESIGN.md, "Time and order").
 3. the stream time the batch started from is logged
-   (:mod:`streamlib.spark.stream_time_log`), so a re-run or a restart starts from it;
+   (:mod:`streamlib.spark.stream_time_log`), so a re-run or a restart starts from it, and
+   the changelog positions its tasks reached (:mod:`streamlib.spark.changelog_positions`),
+   which a copy restored later must find still logged;
 4. the tasks' metrics are added up, and the interactive queries publish the batch;
 5. a progress line (:mod:`streamlib.progress`).
 """
@@ -28,6 +30,7 @@ from typing import Any, Callable, Optional
 from streamlib.processors.drops import add_drops
 from streamlib.progress import Progress
 from streamlib.runtime.batches import data_pass, time_pass
+from streamlib.spark.changelog_positions import POSITIONS_PROPERTY, ChangelogPositions
 from streamlib.spark.lower import BatchPlan
 from streamlib.spark.stream_time_log import StreamTimeLog, input_waiting, planned_end
 
@@ -72,6 +75,7 @@ class MicroBatches:
             plan.placement.go_on_from(earlier.placement)
         self._checkpoint = checkpoint
         self._time_log = StreamTimeLog(checkpoint)
+        self._positions = ChangelogPositions(checkpoint)
         self._input_backend = input_backend
 
     def run(self, df: Any, batch_id: int) -> None:
@@ -90,6 +94,8 @@ class MicroBatches:
             if behind and not self._input_waiting(batch_id):
                 reports = {**reports, **self._pass(df.limit(0), batch_id, time_pass(batch_id), self._stream_time)}
             self._time_log.record(batch_id, before, self._stream_time)
+        self._positions.update(reports)
+        self._positions.save()
         with self._lock:
             self._last_batch = batch_id
         self._queries().committed(time_pass(batch_id), reports, time.perf_counter() - started)
@@ -115,6 +121,8 @@ class MicroBatches:
     def _pass(self, df: Any, batch_id: int, internal_batch: int, stream_time: int) -> dict[str, dict]:
         """One run of every stage; the tasks' metrics, with where the placed ones ran,
         added to the totals."""
+        # (the job runs in this thread: its tasks read the property there)
+        df.sparkSession.sparkContext.setLocalProperty(POSITIONS_PROPERTY, self._positions.property_value())
         self.plan.run(df, internal_batch, stream_time)
         reports = self.plan.metrics.value.get("tasks", {})
         self.plan.metrics.value = {"tasks": {}}

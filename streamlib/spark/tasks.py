@@ -20,6 +20,7 @@ from streamlib.runtime.encoding import InputEncoding
 from streamlib.runtime.order import processing_order
 from streamlib.runtime.task import Task, paused_gc, task_id
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, constant_int32, split_by_partition
+from streamlib.spark.changelog_positions import POSITIONS_PROPERTY, positions_of
 from streamlib.spark.daemon import start_worker_task
 from streamlib.spark.hashing import SEED, hash_partitions
 from streamlib.spark.preaggregate import combine_task_rows
@@ -224,7 +225,10 @@ class TaskRun:
                 self.cache_key = (plan.run_id, tuple(specs), plan.backend, *options.values())
                 self.stores = STORE_CACHE.acquire(self.task_dir, self.cache_key, lambda: open_task_stores(
                     self.task_dir, specs, backend=backend, create_changelogs=False, **options))
-            task.begin(self.stores, batch_id, stream_time, wall_clock=now_millis())
+            spark_task = TaskContext.get()
+            committed = positions_of(spark_task.getLocalProperty(POSITIONS_PROPERTY), task.task_id) \
+                if spark_task is not None else None
+            task.begin(self.stores, batch_id, stream_time, wall_clock=now_millis(), committed=committed)
         except BaseException:
             self.close()
             raise
@@ -294,6 +298,7 @@ class TaskRun:
                 stores.committed_at(ends)
         if stores is not None:
             metrics["changelog_offsets"] = stores.changelog_offsets()
+            metrics["changelog_positions"] = stores.changelog_positions()
         self.committed = True
         repartitioned = output.filter(internal)
         if plan.combined_topics:

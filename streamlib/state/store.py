@@ -14,6 +14,7 @@ import time
 import uuid
 from typing import Callable, Optional
 
+from streamlib.errors import RESET_HINT, ChangelogLost
 from streamlib.state.changelog import NO_BATCH, Changelog
 from streamlib.state.kv import KeyValueStore
 from streamlib.state.metrics import StoreMetrics
@@ -33,6 +34,28 @@ log = logging.getLogger("streamlib.state")
 
 def _encode_int(value: Optional[int]) -> Optional[bytes]:
     return None if value is None else str(value).encode()
+
+
+#: a changelog position: the end offset a copy reflects, the log epoch there (None: no
+#: epochs) and the last batch the copy reflects (None: none)
+Position = tuple[int, Optional[int], Optional[int]]
+
+
+def _at_or_past(offset: Optional[int], epoch: Optional[int], position: Position) -> bool:
+    """Whether a copy at changelog ``offset`` (read under ``epoch``) reflects ``position``
+    or a later one (a later epoch is later whatever the offset: a cut tail's offsets are
+    handed out again).
+
+    >>> _at_or_past(None, None, (5, 1, 0)), _at_or_past(5, 1, (5, 1, 0)), _at_or_past(3, 2, (5, 1, 0))
+    (False, True, True)
+    >>> _at_or_past(4, None, (5, None, 0)), _at_or_past(4, 1, (5, 1, 0))
+    (False, False)
+    """
+    if offset is None:
+        return False
+    if epoch is not None and position[1] is not None and epoch != position[1]:
+        return epoch > position[1]
+    return offset >= position[0]
 
 
 def _remove_tree(path: str) -> None:
@@ -90,8 +113,10 @@ class TaskStore:
 
     # -- begin -------------------------------------------------------------------------
 
-    def begin(self, batch_id: int) -> None:
-        """Make the local copy reflect exactly the batches before ``batch_id``."""
+    def begin(self, batch_id: int, committed: Optional[Position] = None) -> None:
+        """Make the local copy reflect exactly the batches before ``batch_id``;
+        ``committed``: the changelog position (offset, epoch) an earlier batch's task
+        reached, which the changelog must still hold for a copy restored from it."""
         self.kv._discard_changes()
         last = self._meta_int(LAST_BATCH)
         if last is not None and last >= batch_id:
@@ -99,7 +124,7 @@ class TaskStore:
             if not rolled_back:
                 self._drop()
         if self.changelog is not None:
-            self._catch_up(batch_id)
+            self._catch_up(batch_id, committed=committed)
 
     def _undo(self) -> bool:
         """Roll back the last committed batch; False if no undo record is available."""
@@ -136,10 +161,10 @@ class TaskStore:
         last = self._meta_int(LAST_BATCH)
         return last is not None and last >= batch_id
 
-    def _catch_up(self, batch_id: int, log_again: bool = True) -> None:
+    def _catch_up(self, batch_id: int, log_again: bool = True, committed: Optional[Position] = None) -> None:
         """Apply changelog records this copy has not seen, up to the batch being run
         (``log_again``: an exact repair of a changelog that lost this copy's records may
-        append to it; a standby's never does)."""
+        append to it; a standby's never does; ``committed``: see :meth:`begin`)."""
         offset = self._meta_int(CHANGELOG_OFFSET)
         # A copy that reflects changelog records must find its changelog: a missing one
         # was deleted under the running application, and creating it anew would drop
@@ -161,6 +186,8 @@ class TaskStore:
                         self.name, self.changelog.topic, self.changelog.partition, offset, diverged)
             self._drop()
             offset = None
+        if committed is not None and not _at_or_past(offset, self._meta_int(CHANGELOG_EPOCH), committed):
+            self._check_still_logged(committed, offset, log_start, log_end)
         if offset is None:
             offset = log_start
         started = time.perf_counter()
@@ -179,6 +206,31 @@ class TaskStore:
                 bar.update(chunk.resume_offset - offset)
                 offset = chunk.resume_offset
         self.metrics.restore_seconds += time.perf_counter() - started
+
+    def _check_still_logged(self, committed: Position, offset: Optional[int], log_start: int,
+                            log_end: int) -> None:
+        """Raise :class:`ChangelogLost` if the changelog lost records up to ``committed``
+        (a torn tail cut, a re-created topic) that this copy, reflecting it up to
+        ``offset``, cannot log again: a restore would go on without them."""
+        offset_then, epoch_then, batch_then = committed
+        lost_from = self.changelog.diverged_at(offset_then, epoch_then, log_start, log_end)
+        if lost_from is None or (batch_then is not None and self._logged_since(lost_from, log_end, batch_then)):
+            return
+        app = self.changelog.producer_id.split("/", 1)[0]
+        held = "none of it" if offset is None else f"it up to offset {offset} only"
+        raise ChangelogLost(
+            f"store {self.name!r}: changelog {self.changelog.topic!r} partition {self.changelog.partition} "
+            f"no longer holds offsets {lost_from} to {offset_then}, which committed batches wrote, and "
+            f"this copy holds {held}: restoring it would lose them silently. Run the application where "
+            f"a state directory still holds the store, or reprocess the input: {RESET_HINT.format(app=app)}")
+
+    def _logged_since(self, start: int, end: int, batch: int) -> bool:
+        """Whether records of ``batch`` or a later one follow ``start`` in the changelog:
+        a copy that held the lost records logged itself again there (as its last batch)."""
+        resume = start
+        for chunk in self.changelog.read(start, end, batch, self._restore_chunk):
+            resume = chunk.resume_offset
+        return resume < end
 
     def _log_again(self) -> bool:
         """Append the copy's whole contents to its changelog as its last batch, with a
@@ -248,6 +300,14 @@ class TaskStore:
     def changelog_offset(self) -> Optional[int]:
         """The changelog offset the local copy reflects (None: it has read none)."""
         return self._meta_int(CHANGELOG_OFFSET)
+
+    def last_batch(self) -> Optional[int]:
+        """The last batch the copy reflects (None: none)."""
+        return self._meta_int(LAST_BATCH)
+
+    def changelog_epoch(self) -> Optional[int]:
+        """The log epoch at :meth:`changelog_offset` (None: none read, or no epochs)."""
+        return self._meta_int(CHANGELOG_EPOCH)
 
     def flush_in_background(self) -> None:
         """See :meth:`RocksDB.flush_in_background`."""

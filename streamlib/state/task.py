@@ -15,7 +15,7 @@ from typing import Iterator, Optional, Sequence
 from streamlib.state.changelog import Changelog
 from streamlib.state.kv import KeyValueStore
 from streamlib.state.metrics import StoreMetrics
-from streamlib.state.store import TaskStore
+from streamlib.state.store import Position, TaskStore
 from streamlib.topics.base import TopicBackend
 
 META_STORE = "__task_meta"
@@ -82,12 +82,14 @@ class TaskStores(Mapping[str, KeyValueStore]):
     def _all(self) -> list[TaskStore]:
         return [*self._stores.values(), self._meta]
 
-    def begin(self, batch_id: int) -> None:
+    def begin(self, batch_id: int, committed: Optional[Mapping[str, Position]] = None) -> None:
         """Make every store reflect exactly the batches before ``batch_id``: roll back a
         locally committed attempt of it, drop a copy that is ahead, catch up from the
-        changelogs."""
+        changelogs. ``committed``: per store, the changelog position an earlier batch
+        reached (:meth:`changelog_positions`), which a restore must find still logged."""
+        committed = committed or {}
         for store in self._all():
-            store.begin(batch_id)
+            store.begin(batch_id, committed.get(store.name))
         self._batch = batch_id
 
     def follow(self, batch_id: int) -> bool:
@@ -182,6 +184,13 @@ class TaskStores(Mapping[str, KeyValueStore]):
             if offset is not None:
                 offsets[name] = offset
         return offsets
+
+    def changelog_positions(self) -> dict[str, Position]:
+        """Per logged store (task metadata included): the changelog offset its copy
+        reflects, the log epoch there and the last batch it reflects, what a later
+        restore must find still logged (:data:`~streamlib.state.store.Position`)."""
+        return {store.name: (store.changelog_offset(), store.changelog_epoch(), store.last_batch())
+                for store in self._all() if store.changelog is not None and store.changelog_offset() is not None}
 
     def metrics(self) -> dict:
         """Totals over the task's stores plus ``stores``: name -> that store's counters.

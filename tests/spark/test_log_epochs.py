@@ -232,3 +232,38 @@ def test_a_copy_logged_again_deletes_what_the_lost_records_deleted(tmp_path):
     with open_copy("b") as b:
         b.begin(2)
         assert dict(b["counts"].all()) == {b"x": b"0"}
+
+
+def test_a_restore_that_would_miss_committed_changelog_records_stops(tmp_path):
+    """The double fault: batch 1's changelog frame is lost *and* so is the copy that held
+    it. A copy restored from the changelog would go on without batch 1; the position the
+    driver kept from batch 1's report says the changelog went further, so it stops."""
+    import pytest
+
+    from streamlib.errors import ChangelogLost
+
+    root = str(tmp_path / "log")
+    open_copy = copies_of_one_changelog(tmp_path, root)
+    with open_copy("a") as a:
+        for batch, (key, value) in enumerate([(b"x", b"0"), (b"y", b"1")]):
+            a.begin(batch)
+            a["counts"].put(key, value)
+            a.commit()
+        committed = a.changelog_positions()
+    assert committed["counts"][0] == 2 and committed["counts"][2] == 1
+    with open_copy("b") as b:   # nothing lost yet: a restore reaches the position
+        b.begin(2, committed)
+        assert dict(b["counts"].all()) == {b"x": b"0", b"y": b"1"}
+    segment = last_segment(root, "app-counts-changelog")
+    with open(segment, "r+b") as f:  # batch 1's frame is torn
+        f.truncate(os.path.getsize(segment) - 5)
+    with open_copy("c") as c, pytest.raises(
+            ChangelogLost, match=r"store 'counts': changelog 'app-counts-changelog' partition 0 no longer "
+                                 r"holds offsets 1 to 2, .* this copy holds none of it.*reset --application-id app"):
+        c.begin(2, committed)
+    with open_copy("a") as a:   # the copy that still holds batch 1 repairs the changelog
+        a.begin(2, committed)
+        assert dict(a["counts"].all()) == {b"x": b"0", b"y": b"1"}
+    with open_copy("d") as d:
+        d.begin(2, committed)
+        assert dict(d["counts"].all()) == {b"x": b"0", b"y": b"1"}
