@@ -520,7 +520,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-killing-at", metavar="HH:MM", help="UTC time after which no new kill "
                         "starts: each topology then runs to the end and is compared (a time-boxed run)")
     parser.add_argument("--damage", action="append",
-                        choices=("input-tail", "changelog-tail", "full-disk", "broker-restart", "none"),
+                        choices=("input-tail", "changelog-tail", "changelog-and-copy", "full-disk", "broker-restart",
+                                 "none"),
                         help="damage to the log (or, broker-restart, a Kafka broker restarted during an "
                         "exactly_once run) after the kills, each once per topology (default: all)")
     parser.add_argument("--records", type=int, help="input records per topology (default: the topology's)")

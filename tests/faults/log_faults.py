@@ -6,6 +6,11 @@ failure-free run that got the same input:
   to the cut, so each new record is read once.
 * ``changelog-tail``: a store's changelog loses its last frame under the copy that
   reflects it; later input runs a batch. The copy logs its contents again.
+* ``changelog-and-copy``: the same torn changelog frame, and the state directory is
+  lost too (moved aside), so no copy can log the lost records again: the next run must
+  stop with ``ChangelogLost`` before it writes anything. Then the directory comes back
+  (the error's first way out: run where a copy still holds the store), and the run
+  goes on as above.
 * ``full-disk``: the run directory is a small tmpfs filled up (ENOSPC) while the
   application processes later input; the run must stop with a clear error (streamlib's
   own, or one saying ``No space left on device``; anything else counts as a failed
@@ -32,7 +37,7 @@ from harness import (Outcome, Run, compare, copy_reference, last_error_line, pro
                      run_once)
 from topologies import FaultTopology
 
-KINDS = ("input-tail", "changelog-tail", "full-disk")
+KINDS = ("input-tail", "changelog-tail", "changelog-and-copy", "full-disk")
 #: The tmpfs of a full-disk run: room for a small topology's log, state and checkpoint.
 DISK_SIZE = "512m"
 
@@ -88,6 +93,24 @@ def _to_the_end(workdir: Path, name: str, outcome: Outcome) -> Run:
     return run
 
 
+def _run_without_the_copy(workdir: Path, name: str, outcome: Outcome) -> None:
+    """A run with the state directory gone after its changelog lost a committed frame:
+    it must stop with ``ChangelogLost``; then the directory comes back."""
+    kept = workdir / "state-kept"
+    shutil.move(workdir / "state", kept)
+    lost = run_once(workdir, name)
+    outcome.restarts += 1
+    line = last_error_line(lost.ended) if lost.ended != "done" else ""
+    if "ChangelogLost" in line:
+        outcome.damage[f"stopped: {line[:200]}"] += 1
+    elif lost.ended == "done":
+        outcome.mismatches.append("a copy restored without the lost changelog records went on")
+    else:
+        outcome.failures.append(f"without the copy, not a ChangelogLost stop: {lost.ended[-300:]}")
+    shutil.rmtree(workdir / "state", ignore_errors=True)
+    shutil.move(kept, workdir / "state")
+
+
 def log_damage_run(spec: FaultTopology, root: Path, kind: str, seed: int = 0, spark=None) -> Outcome:
     """One run of ``kind`` (see the module docstring) on ``spec``."""
     reference = root / "reference"
@@ -105,11 +128,13 @@ def log_damage_run(spec: FaultTopology, root: Path, kind: str, seed: int = 0, sp
         outcome.records = copy_reference(spec, (seed,), workdir)
         if kind == "input-tail":
             tear_last_frame(fullest_partition(workdir / "log", list(spec.inputs(seed))))
-        elif kind == "changelog-tail":
+        elif kind in ("changelog-tail", "changelog-and-copy"):
             changelogs = [os.path.basename(p) for p in glob.glob(str(workdir / "log" / "*-changelog"))]
             tear_last_frame(fullest_partition(workdir / "log", changelogs))
         outcome.damage[kind] += 1
         outcome.records += produce_inputs(workdir, spec, seed + 1)  # later appends
+        if kind == "changelog-and-copy":
+            _run_without_the_copy(workdir, spec.name, outcome)
         if kind == "full-disk":
             filler = _fill(workdir)
             full = run_once(workdir, spec.name)
