@@ -100,8 +100,8 @@ def _run_without_the_copy(workdir: Path, name: str, outcome: Outcome) -> None:
     shutil.move(workdir / "state", kept)
     lost = run_once(workdir, name)
     outcome.restarts += 1
-    line = last_error_line(lost.ended) if lost.ended != "done" else ""
-    if "ChangelogLost" in line:
+    line = next((x.strip() for x in lost.ended.splitlines() if "ChangelogLost: " in x), "")
+    if line:
         outcome.damage[f"stopped: {line[:200]}"] += 1
     elif lost.ended == "done":
         outcome.mismatches.append("a copy restored without the lost changelog records went on")
