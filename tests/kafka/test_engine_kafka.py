@@ -63,3 +63,39 @@ def test_spark_kafka_source_rows_match_our_data_source(spark, kafka_bootstrap):
     assert rows == sorted(tuple(r) for r in ours.collect())
     assert [(r[1], r[2], r[3], r[4], r[5], [tuple(h) for h in r[6]]) for r in rows] == [
         (0, 0, 1234, b"k", b"v", [("h", b"x")]), (1, 0, 1235, None, b"w", [])]
+
+
+def test_a_changelog_that_lost_committed_records_with_the_state_directory_stops_the_restart(
+        spark, kafka_bootstrap, tmp_path):
+    """Kafka's version of the double fault (an unclean leader election under a lost state
+    directory): the changelog comes back shorter than what committed batches wrote, and
+    no copy holds the rest. The restart stops with ChangelogLost; nothing is written."""
+    import shutil
+
+    import pytest
+
+    from streamlib.errors import ChangelogLost
+
+    url = f"kafka://{kafka_bootstrap}"
+    suffix = uuid.uuid4().hex[:8]
+    app_id, topic = f"lost-{suffix}", f"lines-{suffix}"
+    backend = open_backend(url)
+    backend.create_topic(topic, partitions=1)
+    _produce(backend, topic, random_lines(100, 21))
+    config = StreamsConfig(application_id=app_id, bootstrap=url, state_dir=str(tmp_path / "state"),
+                           checkpoint_location=str(tmp_path / "checkpoint"), num_partitions=1)
+    topology = wordcount_topology(source=topic, output=f"{topic}-counts")
+    app = Streams(topology, config, spark=spark)
+    app.process_available()
+    app.stop()
+    changelog = f"{app_id}-counts-changelog"
+    described = backend.describe_topic(changelog)
+    backend.delete_topic(changelog)
+    backend.create_topic(changelog, described.partitions, {"cleanup.policy": "compact"})
+    shutil.rmtree(tmp_path / "state")
+    ends = backend.end_offsets(f"{topic}-counts")
+    _produce(backend, topic, random_lines(20, 22))
+    with pytest.raises(ChangelogLost, match=rf"store 'counts': changelog '{changelog}' partition 0 no longer "
+                                            rf"holds offsets 0 to \d+"):
+        Streams(topology, config, spark=spark).process_available()
+    assert backend.end_offsets(f"{topic}-counts") == ends
