@@ -45,6 +45,11 @@ class ChangelogLost(StreamlibError):
     copy being restored does not hold them either: restoring would lose them silently."""
 
 
+class StoreWriteFailed(StreamlibError):
+    """A store's local RocksDB copy refused a write (a full disk, a read-only file system);
+    nothing of that write is applied."""
+
+
 class LogDiverged(OffsetOutOfRange):
     """A partition's log no longer holds what a checkpoint (or a store copy) read from it,
     and where it diverged cannot be read again exactly."""

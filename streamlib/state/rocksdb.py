@@ -20,6 +20,7 @@ from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 from rocksdict import AccessType, Options, ReadOptions, Rdict, WriteBatch
 
+from streamlib.errors import StoreWriteFailed, one_line
 from streamlib.state.bounds import Bounds
 
 META_CF = "streamlib"
@@ -227,7 +228,10 @@ class RocksDB:
             else:
                 batch.put(key, value, meta_cf)
         del meta_cf
-        self._db.write(batch)
+        try:
+            self._db.write(batch)
+        except Exception as exc:  # rocksdict raises a bare Exception: "IO error: No space left ..."
+            raise StoreWriteFailed(one_line(f"the RocksDB copy at {self.path} refused a write: {exc}")) from exc
 
     def flush_in_background(self) -> None:
         """Start writing both column families' memtables to table files in RocksDB's

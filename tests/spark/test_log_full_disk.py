@@ -3,6 +3,7 @@ half-written is ever read, produced records stay buffered, and once there is roo
 next flush writes them, each once. Needs root to mount a small tmpfs (else skipped)."""
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -43,3 +44,19 @@ def test_a_full_disk_loses_nothing_and_duplicates_nothing(small_disk):
     readable = [r.value for r in backend.read("t", 0, 0, backend.end_offsets("t")[0])]
     assert readable == acknowledged + values
     backend.close()
+
+
+def test_a_store_copy_on_a_full_disk_says_so_and_applies_nothing(small_disk):
+    from streamlib.errors import StoreWriteFailed
+    from streamlib.state.rocksdb import RocksDB
+
+    db = RocksDB.open(str(small_disk / "copy"), 5.0)
+    db.write([(b"a", b"1")], {b"last_batch": b"0"})
+    (small_disk / "filler").write_bytes(b"\0" * (os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize))
+    with pytest.raises(StoreWriteFailed, match=r"the RocksDB copy at .*/copy refused a write: .*No space left"):
+        for batch in range(1, 1000):
+            db.write([(b"k%06d" % i, b"x" * 1000) for i in range(batch * 100, batch * 100 + 100)],
+                     {b"last_batch": b"%d" % batch})
+    last = int(db.meta_get(b"last_batch"))
+    assert db.get(b"k%06d" % ((last + 1) * 100)) is None   # the refused write applied nothing
+    assert db.get(b"k%06d" % (last * 100 + 99)) is not None if last else db.get(b"a") == b"1"
