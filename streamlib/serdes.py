@@ -195,6 +195,30 @@ def _all_utf8(array: Any) -> bool:
     return True
 
 
+def _encode_json(obj: Any) -> bytes:
+    return _json.dumps(obj, separators=(",", ":")).encode("utf-8")
+
+
+def _decode_json(data: bytes) -> Any:
+    return _json.loads(bytes(data).decode("utf-8"))
+
+
+def _all_json(array: Any) -> bool:
+    """Every value is JSON that :func:`_encode_json` writes back byte for byte (compact,
+    as ``Serdes.json()`` writes it); anything else (spaces, other escapes or number forms,
+    bad UTF-8, not JSON, and ``null``, which deserializes to a null value where the bytes are
+    not null) answers False and the records go one by one."""
+    try:
+        for data in array.to_pylist():
+            if data is not None:
+                obj = _decode_json(data)
+                if obj is None or _encode_json(obj) != data:
+                    return False
+    except Exception:
+        return False
+    return True
+
+
 def _any_bytes(array: Any) -> bool:
     return True
 
@@ -356,9 +380,7 @@ class Serdes:
     @staticmethod
     def json() -> Serde:
         """JSON text in UTF-8 (compact separators, keys in insertion order)."""
-        return Serde("json()",
-                     lambda obj: _json.dumps(obj, separators=(",", ":")).encode("utf-8"),
-                     lambda data: _json.loads(bytes(data).decode("utf-8")))
+        return Serde("json()", _encode_json, _decode_json, check_batch=_all_json)
 
     @staticmethod
     def avro(schema: Any) -> Serde:
