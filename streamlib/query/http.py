@@ -14,7 +14,7 @@ expired cursor; 413: the answer is over its size budget; 503: the store is not
 queryable yet, the request is over its time budget, or the endpoint is busy (with
 ``Retry-After``). Keys in URLs are text, decoded with the store's key serde (string,
 long, integer, double, bytes as UTF-8, json). Connections, the worker pool and TLS are
-:mod:`.server`'s.
+:mod:`.server`'s, reading requests and writing answers :mod:`.protocol`'s.
 """
 from __future__ import annotations
 
@@ -25,8 +25,6 @@ import json
 import logging
 import ssl
 import time
-from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Iterator, Optional
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -35,6 +33,7 @@ from streamlib.processors.stores import query_view
 from streamlib.processors.stores.layout import KeyRange
 from streamlib.query.metrics import CONTENT_TYPE, ApplicationMetrics
 from streamlib.query.paging import Budget, Cursor, HttpError, PinnedVersions, scan_page
+from streamlib.query.protocol import BadRequest, RequestReader, response
 from streamlib.query.reads import NotYetQueryable
 from streamlib.query.server import PooledServer
 from streamlib.state.bounds import Bounds, prefix_bounds, range_bounds, within
@@ -130,10 +129,8 @@ class QueryServer:
         if not _loopback(host) and self._token is None:
             log.warning("the query endpoint on %s serves every store to anyone who can reach it: "
                         "set application_server_auth_token (and application_server_tls)", host)
-        handler = _handler(self)
-        busy = type("Busy", (handler,), {"busy": True})
         self._server = PooledServer(
-            host, port, lambda conn, rejected: (busy if rejected else handler)(conn, conn.address, self),
+            host, port, _serve(self),
             config.application_server_threads, max(self._seconds, 1.0), tls_context(config.application_server_tls),
             on_disconnect=metrics.disconnects.inc,
             on_rejected=lambda reason: metrics.rejected.labels(self._app, reason).inc())
@@ -345,89 +342,34 @@ def _error(exc: BaseException) -> bytes:
     return json.dumps({"error": str(exc)}).encode()
 
 
-class _Writer:
-    """What the handler writes to: an answer's head and body leave in one ``sendall``
-    when the handler flushes (``handle_one_request`` does, after each request). Each
-    call that releases the GIL costs a wait to take it back (up to the 5 ms switch
-    interval while other threads run Python), so a request makes as few as it can."""
-
-    closed = False
-
-    def __init__(self, sock: Any):
-        self._sock = sock
-        self._chunks: list[bytes] = []
-
-    def write(self, data: bytes) -> int:
-        self._chunks.append(data)
-        return len(data)
-
-    def flush(self) -> None:
-        if self._chunks:
-            data = b"".join(self._chunks)
-            self._chunks.clear()
-            self._sock.sendall(data)
-
-
-_date = (0, "")
-
-
-def _http_date() -> str:
-    """The ``Date`` header's value now, formatted once a second."""
-    global _date
-    now = int(time.time())
-    if _date[0] != now:
-        _date = (now, formatdate(now, usegmt=True))
-    return _date[1]
-
-
-def _handler(server: QueryServer) -> type:
-    class Handler(BaseHTTPRequestHandler):
-        """The standard library's parser, one request per call on a kept
-        :class:`~streamlib.query.server.Connection` (HTTP/1.1 keep-alive)."""
-
-        protocol_version = "HTTP/1.1"
-        #: answer 503 without reading a store (the worker pool is full)
-        busy = False
-
-        def setup(self) -> None:
-            self.connection = self.request.sock
-            self.rfile = self.request.rfile
-            self.wfile = _Writer(self.connection)
-
-        def handle(self) -> None:
-            self.handle_one_request()
-            self.wfile.flush()   # error answers (400, 414, 501) are not flushed by it
-            self.request.keep_alive = not self.close_connection
-
-        def finish(self) -> None:   # the connection outlives one request
-            pass
-
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            if self.busy:
-                server.metrics.rejected.labels(server._app, "busy").inc()
-                status, kind, body = 503, _JSON, _error(RuntimeError("the query endpoint is busy; retry later"))
-                headers = {"Retry-After": "1", "Connection": "close"}
-                self.close_connection = True
-            else:
-                status, kind, body, headers = server.respond(self.path, self.headers.get("Authorization"))
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(body)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_request(self, code: Any = "-", size: Any = "-") -> None:
-            if log.isEnabledFor(logging.DEBUG):   # each answer: not formatted unless logged
-                super().log_request(code, size)
-
-        def log_message(self, fmt: str, *args: Any) -> None:
-            log.debug("http: " + fmt, *args)
-
-        def date_time_string(self, timestamp: Optional[float] = None) -> str:
-            if timestamp is not None:
-                return super().date_time_string(timestamp)
-            return _http_date()
-
-    return Handler
+def _serve(server: QueryServer) -> Callable[[Any, bool], None]:
+    """Serves a connection's next request (``busy``: 503 without reading a store, the
+    worker pool is full), parsed by :mod:`.protocol`."""
+    def serve(conn: Any, busy: bool) -> None:
+        if conn.reader is None:
+            conn.reader = RequestReader()
+        timeout = conn.sock.gettimeout()
+        try:
+            request = conn.reader.next(conn.sock, timeout)
+        except BadRequest as exc:
+            conn.sock.sendall(response(exc.status, _JSON, _error(exc), {}, True))
+            return
+        except TimeoutError:   # as http.server: closed without an answer
+            log.debug("query endpoint: %s sent no complete request in %.0f s", conn.address, timeout)
+            return
+        if request is None:   # closed between requests
+            return
+        close = busy or not request.keep_alive
+        if busy:
+            server.metrics.rejected.labels(server._app, "busy").inc()
+            status, kind, body = 503, _JSON, _error(RuntimeError("the query endpoint is busy; retry later"))
+            headers = {"Retry-After": "1"}
+        elif request.method != b"GET":
+            status, kind, body, headers = 501, _JSON, _error(RuntimeError(f"unsupported method {request.method!r}")), {}
+        else:
+            status, kind, body, headers = server.respond(request.target, request.authorization)
+        conn.sock.sendall(response(status, kind, body, headers, close))
+        conn.keep_alive = not close
+        if log.isEnabledFor(logging.DEBUG):   # each answer: not formatted unless logged
+            log.debug("http: %s %s %s %d", conn.address, request.method.decode(), request.target, status)
+    return serve

@@ -7,8 +7,9 @@ clients can make the application start threads. Here one thread accepts connecti
 (backlog :data:`BACKLOG`) and watches them until a request arrives (idle and half-open
 connections cost no worker); a connection with data goes to a fixed pool of workers
 through a bounded queue; when that is full, one more thread answers 503 with
-``Retry-After``. Each worker runs the standard library's request handler on its
-connection (TLS handshake included, with a timeout), so no HTTP is parsed here.
+``Retry-After``. Each worker serves its connection with the ``serve`` it is given
+(:mod:`.http` over :mod:`.protocol`; the TLS handshake runs in the worker, with a
+timeout), so no HTTP is parsed here.
 A client that goes away is counted, never a traceback.
 """
 from __future__ import annotations
@@ -46,8 +47,8 @@ _PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
 
 class Connection:
     """One client connection between requests: its socket (TLS once the handshake ran)
-    and the buffered reader the request handler reads from, kept across requests so
-    bytes a client sent ahead (pipelining) are not lost."""
+    and what the protocol keeps across its requests (:attr:`reader`: requests a client
+    sent ahead, pipelining, are not lost)."""
 
     def __init__(self, sock: socket.socket, address: Any):
         self.sock = sock
@@ -57,36 +58,28 @@ class Connection:
         self.deadline = 0.0
         #: whether it has waited in the poller before (the poller knows its descriptor)
         self.polled = False
-        self.rfile: Optional[Any] = None
+        #: whether :meth:`open` ran (its first request was taken by a worker)
+        self.opened = False
+        #: the protocol's reader (set by ``serve``): its ``requests`` are read, not yet served
+        self.reader: Any = None
         #: set by the handler: whether the connection stays open for another request
         self.keep_alive = False
 
     def open(self, timeout: float, tls: Optional[ssl.SSLContext]) -> None:
         """Before its first request: blocking with a timeout, no Nagle delay, TLS."""
+        self.opened = True
         self.sock.settimeout(timeout)   # blocking, with a timeout
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if tls is not None:
             self.sock = tls.wrap_socket(self.sock, server_side=True)
-        self.rfile = self.sock.makefile("rb")
 
-    def has_buffered_request(self, timeout: float) -> bool:
-        """Whether the next request's bytes are already here (read without waiting)."""
-        if isinstance(self.sock, ssl.SSLSocket) and self.sock.pending():
+    def has_buffered_request(self) -> bool:
+        """Whether the next request's bytes are already read (the poller cannot see them)."""
+        if self.reader is not None and self.reader.requests:
             return True
-        self.sock.setblocking(False)
-        try:
-            return bool(self.rfile.peek(1))
-        except (BlockingIOError, ssl.SSLWantReadError):
-            return False
-        finally:
-            self.sock.settimeout(timeout)
+        return isinstance(self.sock, ssl.SSLSocket) and self.sock.pending() > 0
 
     def close(self) -> None:
-        if self.rfile is not None:
-            try:
-                self.rfile.close()
-            except OSError:
-                pass
         _close(self.sock)
 
 
@@ -341,7 +334,7 @@ class PooledServer:
         for fd, conn in list(self._waiting.items()):
             if conn.deadline < now and self._waiting.pop(fd, None) is conn:
                 self._poller.remove(fd)
-                if conn.rfile is None:   # kept-alive connections simply time out
+                if not conn.opened:   # kept-alive connections simply time out
                     self._on_rejected("idle")
                 conn.close()
 
@@ -355,7 +348,7 @@ class PooledServer:
                 return
             keep = False
             try:
-                if conn.rfile is None:
+                if not conn.opened:
                     try:
                         conn.open(self._timeout, self._tls)
                     except ssl.SSLError as exc:   # not TLS, or a certificate it refused
@@ -367,7 +360,7 @@ class PooledServer:
                     conn.keep_alive = False
                     self._serve(conn, rejected)
                     keep = conn.keep_alive and self._running and not rejected
-                    if not keep or not conn.has_buffered_request(self._timeout):
+                    if not keep or not conn.has_buffered_request():
                         break
             except DISCONNECTS as exc:
                 keep = False
