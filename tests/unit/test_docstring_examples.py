@@ -1,19 +1,12 @@
-"""The numpydoc examples in streamlib's docstrings run, module by module."""
+"""The numpydoc examples in streamlib's docstrings run, module by module (those that
+start Spark: tests/spark/test_docstring_examples_spark.py)."""
 from __future__ import annotations
-
-import doctest
-import importlib
-import pkgutil
 
 import pytest
 
-import streamlib
-
-MODULES = sorted(info.name for info in pkgutil.walk_packages(streamlib.__path__, "streamlib.")
-                 if not info.name.endswith("__main__"))
+from docstring_examples import ALL_MODULES, needs_spark, run_examples
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", [name for name in ALL_MODULES if not needs_spark(name)])
 def test_docstring_examples(name):
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"
+    run_examples(name)
