@@ -4,6 +4,7 @@ batches, and one task run over them either way."""
 from __future__ import annotations
 
 import random
+from typing import Callable
 
 import pyarrow as pa
 
@@ -45,33 +46,45 @@ def random_batches(seed: int, batches: int = 6, per_batch: int = 150) -> list[pa
     return out
 
 
+def counted_whole(task: Task, table: pa.Table) -> Callable[[], int]:
+    """Whether the cached count's batch path takes ``table`` whole (asked before the
+    batch, on a copy of its rows)."""
+    whole = task._takes_table(table.take(list(range(table.num_rows))))
+    return lambda: whole
+
+
 def run(top, batches, tmp_path, name, batch_path, handler="fail", punctuate=None,
-        encoding=InputEncoding.RECORDS):
+        encoding=InputEncoding.RECORDS, cache_max_bytes=None, path="_batch_child", whole=counted_whole):
     """Every batch through one Task (its rows encoded as ``encoding`` says); ``batch_path``
-    False: per record. Returns the
-    outputs per batch, the stores' bytes, the counters, and the batches counted whole."""
+    False: per record (the task's batch path, its attribute ``path``, off). Returns the
+    outputs per batch, the stores' bytes, the counters, and the batches taken whole:
+    ``whole(task, table)``, called before each batch where the task has a batch path,
+    returns what tells it after the batch."""
+    options = {} if cache_max_bytes is None else {"cache_max_bytes": cache_max_bytes}
     config = StreamsConfig(application_id="app", state_dir=str(tmp_path / name),
-                           deserialization_exception_handler=handler)
+                           deserialization_exception_handler=handler, **options)
     task = Task(top, top.subtopologies[0], 0, config)
     stores = open_task_stores(tmp_path / name / "stores", task.store_specs())
-    outputs, whole = [], 0
+    outputs, taken = [], 0
     try:
         for batch_id, table in enumerate(batches):
             task.begin(stores, batch_id)
             if punctuate:
                 task.context.timers.schedule(punctuate, "stream_time", lambda now: None, 0)
+            answer = None
             if not batch_path:
-                task._batch_child = None
-            elif task._batch_child is not None:
-                whole += task._takes_table(table.take(list(range(table.num_rows))))
+                setattr(task, path, None)
+            elif getattr(task, path) is not None:
+                answer = whole(task, table)
             task.process_table(table, encoding)
             task.commit()
+            taken += answer() if answer else 0
             outputs.append(task.take_output())
         stores.begin(len(batches))
         contents = {name: list(stores[name].all()) for name in stores}
     finally:
         stores.close()
-    return outputs, contents, dict(task.metrics), whole
+    return outputs, contents, dict(task.metrics), taken
 
 
 def assert_batch_path_is_per_record_processing(top, batches: list[pa.Table], tmp_path) -> tuple:

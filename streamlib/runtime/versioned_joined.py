@@ -63,7 +63,6 @@ class VersionedJoinBatch:
         self.stream = stream
         self.join = join
         self.updates = updates
-        self.merge = steps[0]
         self.steps = steps
         self.sink = sink
         self.table = table
@@ -89,6 +88,11 @@ class VersionedJoinBatch:
                 or len(steps) + 6 != len(processors) or len(below(table_source)) != len(steps) + 2):
             return None
         return VersionedJoinBatch(stream, join, updates, steps, sink, table, context)
+
+    @property
+    def merge(self) -> Processor:
+        """Where the join's two sides meet: the chain's first step."""
+        return self.steps[0]
 
     def run(self, rows: pa.Table) -> bool:
         """Process ``rows`` (in processing order) as record-by-record processing would;

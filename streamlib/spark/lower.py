@@ -240,7 +240,11 @@ class BatchPlan:
         """A stage's rows: of its source topics and the repartitions it reads, shuffled
         into its tasks' partitions if it needs that, with each row's task partition."""
         sub, planned = stage.sub, stage.planned
-        parts = [self._source_rows(source, name) for name in user_sources(self.topology, sub)]
+        names = user_sources(self.topology, sub)
+        if planned.shuffled and planned.batch_input is None:   # rows in any order, tasks by key
+            parts = self._user_rows(source, names)
+        else:
+            parts = [self._source_rows(source, name) for name in names]
         parts.extend(outputs[t] for t in sub.repartition_inputs if t not in planned.loops)
         if planned.time_aware:
             parts.append(self._ticks(source.sparkSession, stage.plan.num_partitions))
@@ -292,15 +296,33 @@ class BatchPlan:
             stage.udf = internals.ArrowStage(stage_function(stage.plan, self.metrics.add), ddl, rows.columns)
         return stage.udf.apply(rows)
 
-    def _source_rows(self, source: DataFrame, node_name: str) -> DataFrame:
-        """The batch's rows of one source node, through its Column chain if it has one."""
-        node = self.topology.nodes[node_name]
-        topics = tuple(node.params.topics)
-        # (the source reads the application's topics: all of them are this node's, often)
+    def _user_rows(self, source: DataFrame, node_names: list[str]) -> list[DataFrame]:
+        """The batch's rows of a shuffled stage's source nodes. Those without a Column
+        chain or pre-aggregated topics are one filter of ``source``: a filter per node
+        would be a union of scans, each reading (in Python, and into the JVM) every topic
+        of the batch again. (Where rows go before the shuffle does not matter: each goes
+        to its key's task, which orders its rows itself.)"""
+        plain = [n for n in node_names if not self.chains.get(n)
+                 and not set(self.topology.nodes[n].params.topics) & set(self.window_counts)]
+        parts = [self._source_rows(source, n) for n in node_names if len(plain) < 2 or n not in plain]
+        if len(plain) > 1:
+            parts.insert(0, self._topic_rows(source, tuple(t for n in plain
+                                                            for t in self.topology.nodes[n].params.topics)))
+        return parts
+
+    def _topic_rows(self, source: DataFrame, topics: tuple[str, ...]) -> DataFrame:
+        """The batch's rows of ``topics``."""
+        # (the source reads the application's topics: all of them are these, often)
         rows = source if set(topics) == set(self.topology.source_topics()) else \
             source.where(once(("topic in", topics), lambda: F.col("topic").isin(list(topics))))
         if self.window_counts and not set(topics) <= set(self.window_counts):
             rows = _source_columns(rows)
+        return rows
+
+    def _source_rows(self, source: DataFrame, node_name: str) -> DataFrame:
+        """The batch's rows of one source node, through its Column chain if it has one."""
+        node = self.topology.nodes[node_name]
+        rows = self._topic_rows(source, tuple(node.params.topics))
         chain = self.chains.get(node_name)
         if not chain:
             return rows

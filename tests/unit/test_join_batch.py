@@ -13,18 +13,18 @@ record, with the same outcome."""
 from __future__ import annotations
 
 import random
+from datetime import timedelta
+from typing import Callable
 
+import batch_helpers
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from datetime import timedelta
-
-from streamlib import Consumed, Joined, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig
+from streamlib import Consumed, Joined, Materialized, Produced, Serdes, StreamsBuilder
 from streamlib.processors.base import ProcessingError
 from streamlib.runtime.task import Task
-from streamlib.state import open_task_stores
 
 S = Serdes.string()
 HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
@@ -98,36 +98,22 @@ def random_batches(seed: int, batches: int = 4, per_batch: int = 60, keys: int =
     return out
 
 
+def joined_whole(task: Task, table: pa.Table) -> Callable[[], int]:
+    """Whether the join's batch path took ``table`` whole: its answer, kept as it runs."""
+    run_batch, answers = task._joined.run, []
+
+    def answered(rows):
+        answers.append(run_batch(rows))
+        return answers[-1]
+    task._joined.run = answered
+    return lambda: sum(answers)
+
+
 def run(top, batches, tmp_path, name, batch_path, cache_max_bytes=1024, handler="fail"):
     """Every batch through one Task; ``batch_path`` False: per record. Returns the
     outputs per batch, the stores' bytes, the counters, and the batches joined whole."""
-    config = StreamsConfig(application_id="app", state_dir=str(tmp_path / name),
-                           cache_max_bytes=cache_max_bytes, deserialization_exception_handler=handler)
-    task = Task(top, top.subtopologies[0], 0, config)
-    stores = open_task_stores(tmp_path / name / "stores", task.store_specs())
-    outputs, whole = [], 0
-    try:
-        for batch_id, table in enumerate(batches):
-            task.begin(stores, batch_id)
-            if not batch_path:
-                task._joined = None
-            elif task._joined is not None:
-                run_batch = task._joined.run
-
-                def counted(rows, run_batch=run_batch):
-                    nonlocal whole
-                    taken = run_batch(rows)
-                    whole += taken
-                    return taken
-                task._joined.run = counted
-            task.process_table(table)
-            task.commit()
-            outputs.append(task.take_output())
-        stores.begin(len(batches))
-        contents = {name: list(stores[name].all()) for name in stores}
-    finally:
-        stores.close()
-    return outputs, contents, dict(task.metrics), whole
+    return batch_helpers.run(top, batches, tmp_path, name, batch_path, handler=handler,
+                             cache_max_bytes=cache_max_bytes, path="_joined", whole=joined_whole)
 
 
 def both_ways(top, batches, tmp_path, **options) -> tuple:
