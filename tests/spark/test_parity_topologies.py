@@ -14,8 +14,8 @@ latest update per key, the driver every update: Kafka's record cache), a stream'
 as the same records in any order across partitions.
 
 ``make test`` runs the fixed examples; ``make parity-soak`` generates ``PARITY_EXAMPLES``
-cases for at most ``PARITY_MINUTES`` minutes, shrinks a failure and prints the cases
-tried.
+cases until ``PARITY_MINUTES`` after the soak's first random test (``tests/parity_budget.py``),
+shrinks a failure and prints the cases tried.
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 from both_engines import Outcome
 from engine import Workspace
+from parity_budget import Budget, print_past_capture, timeout
 from parity_topologies import (GLOBAL, KEYS, Aggregate, Branch, GlobalLookup, Merge, Src, Step, StreamJoin,
                                Table, TableJoin, TableLookup, ToTopic, Window, _next_key, build, dsl,
                                table_outputs, topologies)
@@ -43,12 +44,13 @@ from streamlib.windowed import Window as TimeWindow, Windowed
 S = Serdes.string()
 PARTITIONS = 2
 EXAMPLES = int(os.environ.get("PARITY_EXAMPLES", "3"))
-MINUTES = float(os.environ.get("PARITY_MINUTES", "0"))
 # make test runs the fixed cases only (a random case that fails is an open finding for the
 # soak, never a flaky suite); make parity-soak generates cases and shrinks a failure
 SOAK = "PARITY_EXAMPLES" in os.environ
 TOPICS = ("s1", "s2", "t1", "t2", GLOBAL)
-tried = {"cases": 0, "spark_runs": 0, "started": time.monotonic(), "failed": False}
+tried = {"cases": 0, "spark_runs": 0, "started": time.monotonic()}
+#: the random test runs until PARITY_MINUTES after the soak's first random test
+budget = Budget()
 
 
 def records_of(topic: str) -> st.SearchStrategy:
@@ -183,9 +185,7 @@ def summary(request):
     yield
     minutes = (time.monotonic() - tried["started"]) / 60
     line = f"parity topologies: {tried['cases']} cases tried, {tried['spark_runs']} Spark runs, {minutes:.1f} min"
-    # past pytest's capture: the soak's summary shows without -s
-    with request.config.pluginmanager.get_plugin("capturemanager").global_and_fixture_disabled():
-        print(f"\n{line}")
+    print_past_capture(request, line)
 
 
 def _note(text: str) -> None:
@@ -259,20 +259,12 @@ def sets_and_deletes_a_foreign_row_in_one_commit(topology: tuple, records: dict,
 def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: Optional[int],
           later: bool = True) -> None:
     if currently_in_test_context():
-        # the time budget spent: no new case (hypothesis stops on rejected cases), but a
-        # failure found is still shrunk (its replays must not be rejected)
-        if MINUTES and not tried["failed"] and time.monotonic() - tried["started"] > MINUTES * 60:
-            assume(False)
         built = build(topology)[0]
         assume(not refused_by_spark(built))
         assume(not loses_a_table_join_delete(topology, records, batch, restart))
         assume(not sets_and_deletes_a_foreign_row_in_one_commit(topology, records, batch, restart))
-    try:
-        driver, on_spark = outcomes(spark, topology, records, batch, restart, later)
-        assert_same(driver, on_spark, table_outputs(topology))
-    except Exception:
-        tried["failed"] = True
-        raise
+    driver, on_spark = outcomes(spark, topology, records, batch, restart, later)
+    assert_same(driver, on_spark, table_outputs(topology))
 
 
 def outcomes(spark, topology: tuple, records: dict, batch: Optional[int], restart: Optional[int],
@@ -293,10 +285,9 @@ def outcomes(spark, topology: tuple, records: dict, batch: Optional[int], restar
 
 def soak_settings(test):
     # each example is one or two Spark runs (a minute on a busy 2-core machine)
-    timeout = 600 * (EXAMPLES + 1) if not MINUTES else int(MINUTES * 60) + 1200
-    return pytest.mark.timeout(timeout)(settings(
+    return pytest.mark.timeout(timeout(EXAMPLES, 600))(budget.ends_in_time(settings(
         max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck),
-        phases=[Phase.explicit, Phase.generate, Phase.shrink] if SOAK else [Phase.explicit])(test))
+        phases=[Phase.explicit, Phase.generate, Phase.shrink] if SOAK else [Phase.explicit])(test)))
 
 
 @soak_settings
