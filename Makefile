@@ -108,8 +108,9 @@ faults: $(STAMP) java
 	$(VPY) tests/faults/harness.py --kills 50 $(FAULTS_ARGS)
 
 # Spark against the test driver wherever micro-batches are cut, on random inputs and random
-# DSL topologies: PARITY_EXAMPLES cases each, the topologies for at most PARITY_MINUTES minutes
-# (0: no limit; make test runs the fixed cases only). Prints the cases tried and a shrunk difference.
+# DSL topologies: PARITY_EXAMPLES cases each, for at most PARITY_MINUTES minutes in all (0: no
+# limit; the batch cuts a quarter of it, the topologies the rest; tests/parity_budget.py; make
+# test runs the fixed cases only). Prints the cases tried and a shrunk difference.
 PARITY_EXAMPLES ?= 200
 PARITY_MINUTES ?= 0
 parity-soak: $(STAMP) java

@@ -18,7 +18,9 @@ Three sub-topologies, as in Kafka, but acyclic (a Spark micro-batch is a DAG of 
 Kafka sends responses back to the left table's own sub-topology; here the left values
 travel forward to a replica beside the responses instead, which the same check reads.
 At equal timestamps the left values are processed first (their topic sorts first), so
-a response never overtakes the left change it answers.
+a response never overtakes the left change it answers; the ``TopologyTestDriver`` applies
+them to the replica as they are written, as Kafka updates the left table's store before
+it forwards the change.
 """
 from __future__ import annotations
 

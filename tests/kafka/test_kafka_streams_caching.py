@@ -2,8 +2,8 @@
 "Deliberate differences from TopologyTestDriver"): each case of
 ``tests/spark/test_parity_topologies.py`` run by a KafkaStreams application on a broker
 (``tests/oracle/.../CachedRuns.java``), one commit per run as one Spark batch, gives
-Spark's result with record caching and the driver's without (or, for the self-join, Spark's
-either way, as Kafka's own TopologyTestDriver does)."""
+Spark's result with record caching and the driver's without (or, for the self-join, the one
+result of Spark and the driver either way, as Kafka's own TopologyTestDriver does)."""
 from __future__ import annotations
 
 from kafka_streams_cached import kafka_streams_runs
@@ -36,7 +36,7 @@ def test_an_inner_table_join_keeps_the_result_of_rows_both_deleted_in_one_commit
 def test_a_foreign_key_self_join_drops_the_stale_answer(kafka_bootstrap):
     """a's change to c: the answer for its old value is dropped as stale (with the null
     key, two records dropped), in Kafka's TopologyTestDriver and with caching; never
-    ``a|c`` as our driver emits."""
+    ``a|c`` (which our driver emitted before it applied left values as written)."""
     runs = [[rec("t2", "a", "a", 6003), rec("t2", "b", "b", 6003), rec("t2", None, "a", 15003, partition=1)],
             [rec("t2", "a", "c", 28003)]]
     expected = [["a", "a|a", 6003], ["a", None, 28003]]

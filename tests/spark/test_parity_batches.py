@@ -8,12 +8,14 @@ Streams' order across partitions (the partition whose next record is oldest firs
 largest timestamp up to it). Final outputs, stores and ``dropped_records`` must be equal.
 
 ``make test`` runs the fixed examples; ``make parity-soak`` generates ``PARITY_EXAMPLES``
-more (and prints how many it tried).
+more, for at most a quarter of ``PARITY_MINUTES`` (``tests/parity_budget.py``), and
+prints how many it tried.
 """
 from __future__ import annotations
 
 import os
 import tempfile
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,6 +25,7 @@ from hypothesis import strategies as st
 
 from both_engines import Input, assert_engines_agree, kafka_order, run_driver, run_spark
 from engine import Workspace
+from parity_budget import Budget, print_past_capture, timeout
 from streamlib import (Consumed, Materialized, Produced, Serdes, StreamsBuilder, Suppressed, TimeWindows)
 
 S, L = Serdes.string(), Serdes.long()
@@ -32,6 +35,16 @@ EXAMPLES = int(os.environ.get("PARITY_EXAMPLES", "2"))
 # soak, never a flaky suite); make parity-soak generates cases and shrinks a failure
 SOAK = "PARITY_EXAMPLES" in os.environ
 OUTPUTS = {"counts-out": (S, L), "joined-out": (S, S)}
+#: a quarter of PARITY_MINUTES; the random topologies (test_parity_topologies.py) take the rest
+budget = Budget(share=0.25)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def summary(request):
+    started = time.monotonic()
+    yield
+    minutes = (time.monotonic() - started) / 60
+    print_past_capture(request, f"parity batches: {budget.cases} cases tried, {minutes:.1f} min")
 
 keys = st.sampled_from(["a", "b", "d", "f", None])
 records = st.lists(st.tuples(keys, st.sampled_from(["x", "y"]), st.integers(min_value=0, max_value=60_000)),
@@ -61,7 +74,8 @@ def build(shape: dict):
 
 
 # each example is a Spark run or two (a few minutes on a busy 2-core machine)
-@pytest.mark.timeout(400 * (EXAMPLES + 1))
+@pytest.mark.timeout(timeout(EXAMPLES, 400))
+@budget.ends_in_time
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck),
           phases=[Phase.explicit, Phase.generate, Phase.shrink] if SOAK else [Phase.explicit])
 @given(events=records, shape=shapes, batch=st.sampled_from([None, 1, 3, 7]), customers=st.lists(

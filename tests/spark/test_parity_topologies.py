@@ -14,8 +14,8 @@ latest update per key, the driver every update: Kafka's record cache), a stream'
 as the same records in any order across partitions.
 
 ``make test`` runs the fixed examples; ``make parity-soak`` generates ``PARITY_EXAMPLES``
-cases for at most ``PARITY_MINUTES`` minutes, shrinks a failure and prints the cases
-tried.
+cases until ``PARITY_MINUTES`` after the soak's first random test (``tests/parity_budget.py``),
+shrinks a failure and prints the cases tried.
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 from both_engines import Outcome
 from engine import Workspace
+from parity_budget import Budget, print_past_capture, timeout
 from parity_topologies import (GLOBAL, KEYS, Aggregate, Branch, GlobalLookup, Merge, Src, Step, StreamJoin,
                                Table, TableJoin, TableLookup, ToTopic, Window, _next_key, build, dsl,
                                table_outputs, topologies)
@@ -43,12 +44,13 @@ from streamlib.windowed import Window as TimeWindow, Windowed
 S = Serdes.string()
 PARTITIONS = 2
 EXAMPLES = int(os.environ.get("PARITY_EXAMPLES", "3"))
-MINUTES = float(os.environ.get("PARITY_MINUTES", "0"))
 # make test runs the fixed cases only (a random case that fails is an open finding for the
 # soak, never a flaky suite); make parity-soak generates cases and shrinks a failure
 SOAK = "PARITY_EXAMPLES" in os.environ
 TOPICS = ("s1", "s2", "t1", "t2", GLOBAL)
-tried = {"cases": 0, "spark_runs": 0, "started": time.monotonic(), "failed": False}
+tried = {"cases": 0, "spark_runs": 0, "started": time.monotonic()}
+#: the random test runs until PARITY_MINUTES after the soak's first random test
+budget = Budget()
 
 
 def records_of(topic: str) -> st.SearchStrategy:
@@ -183,9 +185,7 @@ def summary(request):
     yield
     minutes = (time.monotonic() - tried["started"]) / 60
     line = f"parity topologies: {tried['cases']} cases tried, {tried['spark_runs']} Spark runs, {minutes:.1f} min"
-    # past pytest's capture: the soak's summary shows without -s
-    with request.config.pluginmanager.get_plugin("capturemanager").global_and_fixture_disabled():
-        print(f"\n{line}")
+    print_past_capture(request, line)
 
 
 def _note(text: str) -> None:
@@ -215,15 +215,6 @@ def loses_a_table_join_delete(topology: tuple, records: dict, batch: Optional[in
         return False
     return any(isinstance(out, TableJoin) and not out.foreign_key and out.kind == "join"
                and all("filter" in t.ops or any(r[1] is None for r in records[t.topic]) for t in (out.left, out.right))
-               for out in topology)
-
-
-def joins_a_table_with_itself_on_a_foreign_key(topology: tuple) -> bool:
-    """Deliberate difference (docs/semantics.md; test
-    ``test_a_foreign_key_join_of_a_table_with_itself_drops_a_stale_answer_as_kafka_streams_does``):
-    an FK join of a table with itself drops an answer as stale under Spark, as Kafka
-    Streams does, where the driver emits it."""
-    return any(isinstance(out, TableJoin) and out.foreign_key and out.left.topic == out.right.topic
                for out in topology)
 
 
@@ -268,21 +259,12 @@ def sets_and_deletes_a_foreign_row_in_one_commit(topology: tuple, records: dict,
 def check(spark, topology: tuple, records: dict, batch: Optional[int], restart: Optional[int],
           later: bool = True) -> None:
     if currently_in_test_context():
-        # the time budget spent: no new case (hypothesis stops on rejected cases), but a
-        # failure found is still shrunk (its replays must not be rejected)
-        if MINUTES and not tried["failed"] and time.monotonic() - tried["started"] > MINUTES * 60:
-            assume(False)
         built = build(topology)[0]
         assume(not refused_by_spark(built))
         assume(not loses_a_table_join_delete(topology, records, batch, restart))
-        assume(not joins_a_table_with_itself_on_a_foreign_key(topology))
         assume(not sets_and_deletes_a_foreign_row_in_one_commit(topology, records, batch, restart))
-    try:
-        driver, on_spark = outcomes(spark, topology, records, batch, restart, later)
-        assert_same(driver, on_spark, table_outputs(topology))
-    except Exception:
-        tried["failed"] = True
-        raise
+    driver, on_spark = outcomes(spark, topology, records, batch, restart, later)
+    assert_same(driver, on_spark, table_outputs(topology))
 
 
 def outcomes(spark, topology: tuple, records: dict, batch: Optional[int], restart: Optional[int],
@@ -303,10 +285,9 @@ def outcomes(spark, topology: tuple, records: dict, batch: Optional[int], restar
 
 def soak_settings(test):
     # each example is one or two Spark runs (a minute on a busy 2-core machine)
-    timeout = 600 * (EXAMPLES + 1) if not MINUTES else int(MINUTES * 60) + 1200
-    return pytest.mark.timeout(timeout)(settings(
+    return pytest.mark.timeout(timeout(EXAMPLES, 600))(budget.ends_in_time(settings(
         max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck),
-        phases=[Phase.explicit, Phase.generate, Phase.shrink] if SOAK else [Phase.explicit])(test))
+        phases=[Phase.explicit, Phase.generate, Phase.shrink] if SOAK else [Phase.explicit])(test)))
 
 
 @soak_settings
@@ -408,25 +389,24 @@ def test_a_left_or_outer_table_join_forwards_the_delete_when_both_rows_go_in_one
 
 
 def test_a_foreign_key_join_of_a_table_with_itself_drops_a_stale_answer_as_kafka_streams_does(spark):
-    """A deliberate difference (docs/semantics.md, "Deliberate differences from
-    TopologyTestDriver"): ``a`` is a left row and its own foreign row; its change to ``c``
-    sends the new left value and an answer computed for the old one, with one timestamp.
-    Spark takes the new left value first (topic order) and drops the answer as stale
-    (``stale_response``), as Kafka Streams does, which checks an answer against the left
-    row as it is now (its TopologyTestDriver and an application on a broker, cached or
-    not, tests/kafka/test_kafka_streams_caching.py: ``a|a``, then the delete, two records
-    dropped). The driver follows the answer depth first before the new left value
-    reaches its copy of the left table, so it emits ``a|c`` for a moment."""
+    """``a`` is a left row and its own foreign row; its change to ``c`` sends the new left
+    value and an answer computed for the old one, with one timestamp. Kafka Streams
+    checks an answer against the left row as it is now, so it drops that answer as stale
+    (``stale_response``): its TopologyTestDriver and an application on a broker, cached
+    or not (tests/kafka/test_kafka_streams_caching.py), give ``a|a``, then the delete,
+    two records dropped. Spark takes the new left value first (topic order); the driver
+    applies a left value to its replica as it is written. Both give Kafka's result (the
+    driver once followed the answer first and emitted ``a|c`` for a moment)."""
     topology = (TableJoin(Table("t2"), Table("t2", ("filter", "filter")), "join", foreign_key=True),)
     records = dict(NO_RECORDS, t2=[("a", "a", 6003), ("b", "b", 6003), (None, "a", 15003), ("a", "c", 12003)])
     driver, on_spark = outcomes(spark, topology, records, batch=3, restart=3)
-    assert [r[:3] for r in driver.outputs["out0"]] == [("a", "a|a", 6003), ("a", "a|c", 28003), ("a", None, 28003)]
+    assert [r[:3] for r in driver.outputs["out0"]] == [("a", "a|a", 6003), ("a", None, 28003)]
+    assert sum(driver.metrics["drops"]["stale_response"].values()) == 1
+    assert sum(driver.metrics["drops"]["null_key"].values()) == 1
+    assert driver.metrics["dropped_records"] == 2
+    assert driver.stores == {"store0": {}}
+    assert_same(driver, on_spark, table_outputs(topology))
     assert [r[:3] for r in on_spark.outputs["out0"]] == [("a", "a|a", 6003), ("a", None, 28003)]
-    assert on_spark.stores == driver.stores == {"store0": {}}
-    drops = on_spark.metrics["drops"]
-    assert sum(drops.pop("stale_response").values()) == 1
-    assert drops == driver.metrics["drops"] and sum(drops["null_key"].values()) == 1
-    assert on_spark.metrics["dropped_records"] == driver.metrics["dropped_records"] + 1 == 2
 
 
 def test_a_foreign_key_answer_from_a_row_set_and_deleted_in_one_commit_stays(spark):
