@@ -73,6 +73,9 @@ class NodeKind:
     derived_table: bool = False
     #: a child of a table that uses only the new value of a change
     new_value_only: bool = False
+    #: a child of a table that needs every update, not the latest per commit: the stores
+    #: of the tables above it are never cached (Kafka's versioned stores have no cache)
+    every_update: bool = False
     #: a table step that can keep its rows in a store when a join needs to look them up
     materializable: bool = False
     #: acts on stream time (windows, suppress, grace): its task runs at every batch
@@ -168,7 +171,7 @@ STREAM_TABLE_JOIN = NodeKind("stream_table_join", params=StreamTableJoinParams, 
 STREAM_TABLE_JOIN_VERSIONED = NodeKind("stream_table_join_versioned", params=VersionedJoinParams, time_aware=True,
                                        stores=(StoreKind.VERSIONED, StoreKind.STREAM_BUFFER))
 STREAM_TABLE_JOIN_UPDATE = NodeKind("stream_table_join_update", params=VersionedJoinParams, new_value_only=True,
-                                    stores=(StoreKind.VERSIONED, StoreKind.STREAM_BUFFER))
+                                    every_update=True, stores=(StoreKind.VERSIONED, StoreKind.STREAM_BUFFER))
 TABLE_JOIN = NodeKind("table_join", params=TableJoinParams, derived_table=True, stores=TABLE_STORES)
 TABLE_JOIN_MERGE = NodeKind("table_join_merge", params=StoreParams, derived_table=True, materializable=True,
                             stores=(StoreKind.KV,), materialized="always")

@@ -1,7 +1,8 @@
 """The mutable graph a ``StreamsBuilder`` grows; ``build()`` freezes it into a ``Topology``."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from dataclasses import replace
+from typing import Any, Iterable, Optional
 
 from ..node_kinds import REPARTITION, SOURCE, NodeKind
 from ..serdes import Serde
@@ -83,4 +84,22 @@ class GraphBuilder:
         return name
 
     def build(self) -> Topology:
+        # Here, not when such a node is added: a join added later may give a table above
+        # it a store (``KTable._lookup_store``), cached by default.
+        for name, node in self.nodes.items():
+            if node.spec.every_update:
+                self._without_caching(node.parents)
         return Topology(dict(self.nodes), dict(self.stores))
+
+    def _without_caching(self, names: Iterable[str]) -> None:
+        """Turn off caching in the stores of ``names`` and their ancestors: a node that
+        needs every update must not get only the latest per commit."""
+        todo, seen = list(names), set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for store in self.nodes[name].stores:
+                self.stores[store] = replace(self.stores[store], caching=False)
+            todo.extend(self.nodes[name].parents)

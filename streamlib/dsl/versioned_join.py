@@ -3,7 +3,6 @@
 a stream buffer, and a merge of their results."""
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Callable
 
 from ..node_kinds import MERGE, STREAM_TABLE_JOIN_UPDATE, STREAM_TABLE_JOIN_VERSIONED
@@ -11,21 +10,6 @@ from ..state.kinds import StoreKind
 from ..topology import StoreDef, TopologyError
 from .graph import GraphBuilder
 from .options import Joined
-
-
-def _without_caching(graph: GraphBuilder, node: str) -> None:
-    """Turn off caching in the stores of ``node`` and its ancestors: a versioned table
-    needs every update, not the latest per commit (Kafka's versioned stores have no
-    cache either)."""
-    todo, seen = [node], set()
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        for store in graph.nodes[name].stores:
-            graph.stores[store] = replace(graph.stores[store], caching=False)
-        todo.extend(graph.nodes[name].parents)
 
 
 def versioned_join(graph: GraphBuilder, stream: Any, table: Any, joiner: Callable[[Any, Any], Any],
@@ -51,7 +35,6 @@ def versioned_join(graph: GraphBuilder, stream: Any, table: Any, joiner: Callabl
     graph.add_store(StoreDef(buffer, StoreKind.STREAM_BUFFER, key_serde, joined.value_serde or stream.value_serde,
                              queryable=False, caching=False, retention_ms=grace),
                     user_named=False, step=prefix)
-    _without_caching(graph, table.node_name)
     params = dict(versions=versions, buffer=buffer, joiner=joiner, left=left, grace_ms=grace)
     stream_side = graph.add(prefix, STREAM_TABLE_JOIN_VERSIONED, [stream.node_name],
                             name=joined.name, stores=(versions, buffer), **params)
