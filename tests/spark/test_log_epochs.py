@@ -26,6 +26,21 @@ def last_segment(root, topic):
     return sorted(glob.glob(os.path.join(root, topic, "0", "*.log")))[-1]
 
 
+def commit_batches(stores, pairs):
+    """One batch per ``(key, value)``, numbered from 0."""
+    for batch, (key, value) in enumerate(pairs):
+        stores.begin(batch)
+        stores["counts"].put(key, value)
+        stores.commit()
+
+
+def tear_last_frame(root, topic="app-counts-changelog"):
+    """The last frame of the partition's last segment is torn."""
+    segment = last_segment(root, topic)
+    with open(segment, "r+b") as f:
+        f.truncate(os.path.getsize(segment) - 5)
+
+
 def copies_of_one_changelog(tmp_path, root):
     """``open_copy(name)``: task stores (one store, ``counts``) in their own directory,
     all on one changelog in the local log at ``root``."""
@@ -141,9 +156,7 @@ def test_a_store_copy_that_read_a_cut_changelog_tail_is_rebuilt(tmp_path, caplog
     with open_copy("a") as a:
         run(a, 0, b"x", b"0")
         run(a, 1, b"y", b"1")
-    segment = last_segment(root, "app-counts-changelog")
-    with open(segment, "r+b") as f:  # batch 1's frame is torn
-        f.truncate(os.path.getsize(segment) - 5)
+    tear_last_frame(root)  # batch 1's frame
     with open_copy("b") as b:
         run(b, 2, b"z", b"2")       # offset 1 again
     with caplog.at_level(logging.WARNING, logger="streamlib.state"), open_copy("a") as a:
@@ -192,13 +205,8 @@ def test_a_copy_logs_again_what_only_it_still_reflects(tmp_path, caplog):
     open_copy = copies_of_one_changelog(tmp_path, root)
 
     with open_copy("a") as a:
-        for batch, (key, value) in enumerate([(b"x", b"0"), (b"y", b"1")]):
-            a.begin(batch)
-            a["counts"].put(key, value)
-            a.commit()
-    segment = last_segment(root, "app-counts-changelog")
-    with open(segment, "r+b") as f:
-        f.truncate(os.path.getsize(segment) - 5)
+        commit_batches(a, [(b"x", b"0"), (b"y", b"1")])
+    tear_last_frame(root)  # batch 1's frame
     with caplog.at_level(logging.WARNING, logger="streamlib.state"), open_copy("a") as a:
         a.begin(2)
         assert dict(a["counts"].all()) == {b"x": b"0", b"y": b"1"}
@@ -223,9 +231,7 @@ def test_a_copy_logged_again_deletes_what_the_lost_records_deleted(tmp_path):
         a.begin(1)
         a["counts"].delete(b"y")
         a.commit()
-    segment = last_segment(root, "app-counts-changelog")
-    with open(segment, "r+b") as f:  # batch 1's frame (the delete of y) is torn
-        f.truncate(os.path.getsize(segment) - 5)
+    tear_last_frame(root)  # batch 1's frame (the delete of y)
     with open_copy("a") as a:
         a.begin(2)
         assert dict(a["counts"].all()) == {b"x": b"0"}
@@ -245,18 +251,13 @@ def test_a_restore_that_would_miss_committed_changelog_records_stops(tmp_path):
     root = str(tmp_path / "log")
     open_copy = copies_of_one_changelog(tmp_path, root)
     with open_copy("a") as a:
-        for batch, (key, value) in enumerate([(b"x", b"0"), (b"y", b"1")]):
-            a.begin(batch)
-            a["counts"].put(key, value)
-            a.commit()
+        commit_batches(a, [(b"x", b"0"), (b"y", b"1")])
         committed = a.changelog_positions()
     assert committed["counts"][0] == 2 and committed["counts"][2] == 1
     with open_copy("b") as b:   # nothing lost yet: a restore reaches the position
         b.begin(2, committed)
         assert dict(b["counts"].all()) == {b"x": b"0", b"y": b"1"}
-    segment = last_segment(root, "app-counts-changelog")
-    with open(segment, "r+b") as f:  # batch 1's frame is torn
-        f.truncate(os.path.getsize(segment) - 5)
+    tear_last_frame(root)  # batch 1's frame
     with open_copy("c") as c, pytest.raises(
             ChangelogLost, match=r"store 'counts': changelog 'app-counts-changelog' partition 0 no longer "
                                  r"holds offsets 1 to 2, .* this copy holds none of it.*reset --application-id app"):
