@@ -49,6 +49,8 @@ class ChangelogPositions:
         except FileNotFoundError:
             self._tasks = {}
         self._value: Optional[str] = None
+        #: whether the file holds :meth:`property_value` (reset by :meth:`update`)
+        self._saved = self.path.exists()
 
     def update(self, reports: Mapping[str, Mapping[str, Any]]) -> None:
         """Take the positions the tasks of a pass reported."""
@@ -56,7 +58,7 @@ class ChangelogPositions:
             positions = metrics.get("changelog_positions")
             if positions:
                 self._tasks[task] = {store: list(position) for store, position in positions.items()}
-                self._value = None
+                self._value, self._saved = None, False
 
     def property_value(self) -> str:
         """The job property's value (:data:`POSITIONS_PROPERTY`)."""
@@ -65,11 +67,15 @@ class ChangelogPositions:
         return self._value
 
     def save(self) -> None:
-        """Write the positions atomically (a kill leaves the old file or the new one)."""
+        """Write the positions atomically (a kill leaves the old file or the new one),
+        if a pass changed them since the last write."""
+        if self._saved:
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_suffix(".tmp")
         temporary.write_text(self.property_value())
         os.replace(temporary, self.path)
+        self._saved = True
 
 
 def positions_of(value: Optional[str], task_id: str) -> Optional[dict[str, tuple]]:

@@ -189,8 +189,12 @@ class TaskStores(Mapping[str, KeyValueStore]):
         """Per logged store (task metadata included): the changelog offset its copy
         reflects, the log epoch there and the last batch it reflects, what a later
         restore must find still logged (:data:`~streamlib.state.store.Position`)."""
-        return {store.name: (store.changelog_offset(), store.changelog_epoch(), store.last_batch())
-                for store in self._all() if store.changelog is not None and store.changelog_offset() is not None}
+        positions = {}
+        for store in self._all():
+            offset = store.changelog_offset() if store.changelog is not None else None
+            if offset is not None:
+                positions[store.name] = (offset, store.changelog_epoch(), store.last_batch())
+        return positions
 
     def metrics(self) -> dict:
         """Totals over the task's stores plus ``stores``: name -> that store's counters.
