@@ -82,6 +82,9 @@ def spark_class() -> str:
 
 
 def _start(directory: Path, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    # spark-class finds SPARK_HOME (and executors their Python) through PYSPARK_PYTHON, else
+    # through whatever `python3` is on PATH, which may not have this venv's PySpark
+    env = {"PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable), **env}
     with open(directory / f"{name}.log", "ab") as log:
         process = subprocess.Popen([spark_class(), *args], stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env={**os.environ, **env}, start_new_session=True)
