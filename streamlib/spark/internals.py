@@ -443,6 +443,17 @@ def live_executors(spark: SparkSession) -> list[str]:
     return _attempt("streamlib placement jar", lambda: list(_placement_class(spark).liveExecutors()), lambda: [])
 
 
+def known_executors(spark: SparkSession) -> list[str]:
+    """:func:`live_executors` if the placement classes are already loaded, else ``[]``
+    (not known; this never loads them)."""
+
+    def private() -> list[str]:
+        found = _placement_class(spark)
+        return [] if found is None else list(found.liveExecutors())
+
+    return _attempt("streamlib placement jar", private, lambda: [])
+
+
 def placed_rows(rows: DataFrame, label: str, locations: list[Optional[str]], runs: Any,
                 only_there: bool = False) -> DataFrame:
     """``rows`` whose partition ``i`` prefers ``locations[i]`` (None: anywhere) and adds

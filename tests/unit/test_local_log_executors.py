@@ -32,13 +32,14 @@ def test_a_task_never_creates_a_changelog(tmp_path):
 
 
 class _Context:
-    def __init__(self, master):
+    def __init__(self, master, application="app-1"):
         self.master = master
+        self.applicationId = application
 
 
 class _Session:
-    def __init__(self, master):
-        self.sparkContext = _Context(master)
+    def __init__(self, master, application="app-1"):
+        self.sparkContext = _Context(master, application)
 
 
 def test_start_refuses_executors_that_cannot_see_the_log(tmp_path, monkeypatch):
@@ -49,9 +50,31 @@ def test_start_refuses_executors_that_cannot_see_the_log(tmp_path, monkeypatch):
         return [("worker-1", True), ("worker-2", False)]
 
     monkeypatch.setattr(log_probe, "executor_views", views)
+    monkeypatch.setattr(log_probe.internals, "known_executors", lambda spark: ["executor_h_1", "executor_h_2"])
     with pytest.raises(ConfigurationError, match="not visible on executor host\\(s\\) worker-2.*Kafka"):
         log_probe.require_visible_log(_Session("spark://master:7077"), str(tmp_path))
     assert tokens and tokens[0].startswith(str(tmp_path))
     assert list(tmp_path.iterdir()) == []           # the probe's token is gone again
     log_probe.require_visible_log(_Session("local[2]"), str(tmp_path / "x"))   # one machine: no job
     assert len(tokens) == 1
+
+
+def test_the_log_is_probed_again_only_when_new_executors_joined(tmp_path, monkeypatch):
+    """process_available() starts the query every call: the executors that saw the log
+    are not asked again; a new one is, and an unknown executor list always probes."""
+    probes, executors = [], ["executor_h_1", "executor_h_2"]
+    monkeypatch.setattr(log_probe, "executor_views", lambda spark, token: probes.append(token) or [("h", True)])
+    monkeypatch.setattr(log_probe.internals, "known_executors", lambda spark: list(executors))
+    cluster = _Session("spark://master:7077", application=f"app-{tmp_path.name}")
+    for _ in range(3):
+        log_probe.require_visible_log(cluster, str(tmp_path))
+    assert len(probes) == 1
+    executors.append("executor_h_3")
+    log_probe.require_visible_log(cluster, str(tmp_path))
+    log_probe.require_visible_log(cluster, str(tmp_path))
+    assert len(probes) == 2
+    log_probe.require_visible_log(_Session("spark://master:7077", f"other-{tmp_path.name}"), str(tmp_path))
+    assert len(probes) == 3                         # another application probes for itself
+    executors.clear()
+    log_probe.require_visible_log(cluster, str(tmp_path))
+    assert len(probes) == 4
