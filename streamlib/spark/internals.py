@@ -480,6 +480,26 @@ def placed_rows(rows: DataFrame, label: str, locations: list[Optional[str]], run
     return _attempt("streamlib placement jar", private, fallback)
 
 
+def packed_rows(rows: DataFrame, label: str, group_of: list[int], locations: list[Optional[str]],
+                runs: Any) -> DataFrame:
+    """As :func:`placed_rows`, with several of ``rows``' partitions per partition: partition
+    ``i`` of ``rows`` joins group ``group_of[i]``, and group ``g`` (one partition, its
+    members read in order) prefers ``locations[g]``. Fallback: ``rows`` as they are."""
+
+    def private() -> DataFrame:
+        spark = rows.sparkSession
+        gateway = spark.sparkContext._gateway
+        groups = gateway.new_array(gateway.jvm.int, len(group_of))
+        for i, group in enumerate(group_of):
+            groups[i] = group
+        array = gateway.new_array(gateway.jvm.java.lang.String, len(locations))
+        for g, location in enumerate(locations):
+            array[g] = location
+        return _frame(_placement_class(spark).pack(rows._jdf, label, groups, array, runs), spark)
+
+    return _attempt("streamlib placement jar", private, lambda: rows)
+
+
 def jvm_ignores_sigint(spark: SparkSession) -> None:
     """Have the driver JVM ignore SIGINT (``sun.misc.Signal`` through Py4J), so that a
     terminal's Ctrl-C under ``spark-submit`` reaches streamlib's stop and not the JVM's

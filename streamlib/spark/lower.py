@@ -263,7 +263,7 @@ class BatchPlan:
             # one Spark task runs all its tasks: it hands them the rows they send each other
             return rows.coalesce(1)
         if self.placement is not None and self._placed(stage):
-            # One Spark task per stream task, each preferring the executor with its stores.
+            # Each stream task's rows prefer the executor with its stores (packed per core there).
             self._placed_inputs.append(rows)
             return self.placement.place(rows, stage.sub.id, stage.plan.num_partitions)
         if planned.shuffled and stage.plan.num_partitions > self.cores:

@@ -3,10 +3,11 @@
 A stateful task's RocksDB copy lives on the machine that last ran it (under
 ``state_dir``); on any other executor the task first replays its changelog from where that
 machine's copy stands (all of it, the first time). So on a cluster (not ``local[n]``: one
-executor) the lowering gives a stateful stage one Spark task per stream task and puts its
-input over an RDD whose partitions prefer the executor where the task last ran
-(:func:`~streamlib.spark.internals.placed_rows`, streamlib's JVM piece in ``jvm/placement``);
-Spark's delay scheduling (``spark.locality.wait.process``, 3 s by default) then runs it
+executor) the lowering puts a stateful stage's input (one partition per stream task) over
+an RDD whose partitions prefer the executor where their task last ran, the tasks of one
+executor packed into one Spark task per core of it (:func:`pack`;
+:func:`~streamlib.spark.internals.packed_rows`, streamlib's JVM piece in ``jvm/placement``);
+Spark's delay scheduling (``spark.locality.wait.process``, 3 s by default) then runs them
 there while that executor lives. Where each task did run is what the piece records and
 this module reads after every pass: a task's home is where it last ran, so a task moves
 only when it has to (its executor is gone, or busy past the locality wait) and then stays.
@@ -65,6 +66,35 @@ def choose_locations(homes: list[Optional[str]], live: list[str],
             chosen[i] = home = min(order, key=lambda executor: (load[executor], order.index(executor)))
             load[home] += 1
     return chosen
+
+
+def pack(locations: list[Optional[str]], slots: int) -> tuple[list[int], list[Optional[str]]]:
+    """Spark tasks for a stage's stream tasks placed at ``locations``: the tasks sharing an
+    executor split round robin over at most ``slots`` Spark tasks there (one per core, as
+    ``local[n]`` packs them), a task without a location alone. Returns each stream task's
+    Spark task and each Spark task's location.
+
+    >>> pack(["a", "b", "a", "b"], 1)
+    ([0, 1, 0, 1], ['a', 'b'])
+    >>> pack(["a", "a", "a", None], 2)
+    ([0, 1, 0, 2], ['a', 'a', None])
+    """
+    group_of: list[int] = []
+    groups: list[Optional[str]] = []
+    at: dict[str, list[int]] = {}   # location -> its Spark tasks
+    placed: Counter = Counter()      # location -> stream tasks so far
+    for location in locations:
+        if location is None:
+            group_of.append(len(groups))
+            groups.append(None)
+            continue
+        mine = at.setdefault(location, [])
+        if len(mine) < slots:
+            mine.append(len(groups))
+            groups.append(location)
+        group_of.append(mine[placed[location] % slots])
+        placed[location] += 1
+    return group_of, groups
 
 
 def choose_standbys(actives: list[Optional[str]], previous: list[list[str]], live: list[str],
@@ -171,8 +201,20 @@ class StickyPlacement:
         homes = [self.homes.get(task) for task in tasks]
         standbys = None if self.standbys is None else \
             [self.standbys.warm(task, self.offsets.get(task, {})) for task in tasks]
-        locations = choose_locations(homes, internals.live_executors(self.spark), standbys)
-        return internals.placed_rows(rows, str(sub_id), locations, self.runs)
+        live = internals.live_executors(self.spark)
+        locations = choose_locations(homes, live, standbys)
+        group_of, groups = pack(locations, self._slots(len(live)))
+        if len(groups) == len(locations):
+            return internals.placed_rows(rows, str(sub_id), locations, self.runs)
+        return internals.packed_rows(rows, str(sub_id), group_of, groups, self.runs)
+
+    def _slots(self, executors: int) -> int:
+        """Tasks an executor runs at once: ``spark.executor.cores`` (else the cluster's
+        cores shared evenly) over ``spark.task.cpus``."""
+        conf = self.spark.sparkContext.getConf()
+        cores = int(conf.get("spark.executor.cores", "0")) or \
+            self.spark.sparkContext.defaultParallelism // max(1, executors)
+        return max(1, cores // max(1, int(conf.get("spark.task.cpus", "1"))))
 
     def record(self, batch_id: int, reports: dict[str, dict]) -> dict[str, dict]:
         """Read where the pass's placed tasks ran (its task ``reports`` give their

@@ -42,6 +42,28 @@ public final class Placement {
         return rows.sparkSession().internalCreateDataFrame(placed, rows.schema(), false);
     }
 
+    /**
+     * As {@link #place}, with several stream tasks per Spark task: partition {@code i} of
+     * {@code rows} goes to group {@code groupOf[i]}, and group {@code g} (one partition of the
+     * result, its members run in order) prefers {@code locations[g]} (null: anywhere).
+     */
+    public static Dataset<Row> pack(Dataset<Row> rows, String label, int[] groupOf, String[] locations,
+                                    CollectionAccumulator<String> runs) {
+        List<List<Integer>> members = new ArrayList<>();
+        for (int g = 0; g < locations.length; g++) {
+            members.add(new ArrayList<>());
+        }
+        for (int i = 0; i < groupOf.length; i++) {
+            members.get(groupOf[i]).add(i);
+        }
+        int[][] groups = new int[locations.length][];
+        for (int g = 0; g < groups.length; g++) {
+            groups[g] = members.get(g).stream().mapToInt(Integer::intValue).toArray();
+        }
+        PackedRDD packed = new PackedRDD(rows.queryExecution().toRdd(), label, groups, locations, runs);
+        return rows.sparkSession().internalCreateDataFrame(packed, rows.schema(), false);
+    }
+
     /** A new accumulator of the runs of placed partitions. */
     public static CollectionAccumulator<String> runs(SparkContext context, String name) {
         return context.collectionAccumulator(name);
