@@ -39,6 +39,10 @@ MAX_WAITING = min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2)
 IDLE_SECONDS = 30.0
 #: how often the selector thread looks for idle connections to close
 IDLE_CHECK_SECONDS = 1.0
+#: connections accepted before the selector thread looks at the others again
+ACCEPTS_PER_ROUND = 8
+#: threads that poll and answer ``quick`` requests (on epoll; at most the workers' number)
+QUICK_POLLERS = 4
 #: connections waiting for a worker, per worker
 QUEUE_PER_THREAD = 16
 #: connections waiting to be told 503 at once; more are closed
@@ -152,8 +156,8 @@ class _Epoll:
     def remove(self, fd: int) -> None:
         self._epoll.unregister(fd)
 
-    def poll(self, timeout: float) -> list[int]:
-        return [fd for fd, _ in self._epoll.poll(timeout)]
+    def poll(self, timeout: float, most: int = -1) -> list[int]:
+        return [fd for fd, _ in self._epoll.poll(timeout, most)]
 
     def close(self) -> None:
         self._epoll.close()
@@ -181,7 +185,7 @@ class _Selector:
     def remove(self, fd: int) -> None:
         self._selector.unregister(fd)
 
-    def poll(self, timeout: float) -> list[int]:
+    def poll(self, timeout: float, most: int = -1) -> list[int]:
         fds = [key.fd for key, _ in self._selector.select(timeout)]
         for fd in fds:
             if fd not in self._watched:
@@ -237,7 +241,13 @@ class PooledServer:
         self._max_jobs = threads * QUEUE_PER_THREAD
         self._rejects: queue.SimpleQueue = queue.SimpleQueue()
         self._running = False
-        self._threads = [threading.Thread(target=self._accept, name="streamlib-http-accept", daemon=True)]
+        # With a ``quick`` handler on epoll, several threads poll (each reported event
+        # goes to one of them): the answers made there get more of the GIL's turns
+        # beside the application's own threads than one thread would.
+        pollers = min(QUICK_POLLERS, threads) if self._quick is not None and isinstance(self._poller, _Epoll) else 1
+        self._most = 1 if pollers > 1 else -1
+        self._threads = [threading.Thread(target=self._accept, name="streamlib-http-accept" + (f"-{i}" if i else ""),
+                                          daemon=True) for i in range(pollers)]
         self._threads += [threading.Thread(target=self._work, args=(self._jobs, False),
                                            name=f"streamlib-http-{i}", daemon=True) for i in range(threads)]
         self._threads.append(threading.Thread(target=self._work, args=(self._rejects, True),
@@ -280,7 +290,7 @@ class PooledServer:
     def _accept(self) -> None:
         listener, wake = self._listener.fileno(), self._wake_r.fileno()
         while self._running:
-            for fd in self._poller.poll(1.0):
+            for fd in self._poller.poll(1.0, self._most):
                 if fd == listener:
                     self._accept_all()
                 elif fd == wake:
@@ -293,7 +303,10 @@ class PooledServer:
                 self._close_idle()
 
     def _accept_all(self) -> None:
-        while True:
+        """Accepts the connections waiting, :data:`ACCEPTS_PER_ROUND` at most: clients that
+        reconnect at once must not keep the requests of connections already accepted
+        waiting (the listener reports again at the next poll)."""
+        for _ in range(ACCEPTS_PER_ROUND):
             try:
                 sock, address = self._listener.accept()
             except (BlockingIOError, InterruptedError):
@@ -317,6 +330,8 @@ class PooledServer:
                 conn.close()
 
     def _drain_wake(self) -> None:
+        if not self._running:   # left readable: every polling thread sees it and stops
+            return
         try:
             while self._wake_r.recv(4096):
                 pass
