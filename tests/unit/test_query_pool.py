@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from streamlib.query.server import PooledServer
+from streamlib.query.server import ACCEPTS_PER_ROUND, PooledServer
 
 BIG = 32 << 20   # more than a loopback socket's buffers take at once
 
@@ -87,3 +87,23 @@ def test_an_answer_the_socket_does_not_take_at_once_is_finished_by_a_worker(pool
     with socket.create_connection(server.address, timeout=10) as s:   # and the selector thread serves on
         s.sendall(b"quick 1\n")
         assert _read(s, 1) == b"q"
+
+
+def test_a_round_accepts_a_bounded_number_of_connections():
+    """Connections accepted (and answered) in one go keep the requests of connections
+    already waiting in the poller waiting: a round stops after ACCEPTS_PER_ROUND."""
+    lines = _Lines()
+    server = PooledServer("127.0.0.1", 0, lines.serve, 1, 10.0, quick=lines.quick)   # not started
+    clients = [socket.create_connection(server.address, timeout=10) for _ in range(ACCEPTS_PER_ROUND + 2)]
+    try:
+        for c in clients:
+            c.sendall(b"quick 1\n")
+        server._accept_all()
+        assert len(lines.threads) == ACCEPTS_PER_ROUND
+        server._accept_all()
+        assert len(lines.threads) == ACCEPTS_PER_ROUND + 2
+        assert all(_read(c, 1) == b"q" for c in clients)
+    finally:
+        for c in clients:
+            c.close()
+        server.stop()
