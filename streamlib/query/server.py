@@ -12,7 +12,8 @@ through a bounded queue; when that is full, one more thread answers 503 with
 timeout), so no HTTP is parsed here. Given a ``quick`` handler too, the selector thread
 first lets it answer a plain connection's cheap requests itself (point lookups: one
 thread woken per request instead of two, and no GIL hand-over); what it leaves goes to
-a worker.
+a worker. Then :data:`QUICK_POLLERS` selector threads poll the one epoll (each event
+reported to one of them), everything said here of "the selector thread" holds for each.
 A client that goes away is counted, never a traceback.
 """
 from __future__ import annotations
