@@ -1,6 +1,7 @@
 """Interactive queries on a running application holding 1M keys, while it processes.
 
-A count per key over 1M distinct keys (4 store partitions, embedded log). Once the
+A count per key over 1M distinct keys (4 store partitions, embedded log; each key
+appended to the partition the default partitioner gives it, as a producer would). Once the
 store holds every key, a feeder keeps appending updates of random keys (so batches keep
 committing and the query replicas keep applying them) while this measures, on the
 driver: point lookups (``app.store().get``, p50/p99/max), range scans of 1000 keys and
@@ -13,6 +14,7 @@ threads, the application's process and the clients (``query_http_bench.measure``
 
     .venv/bin/python benchmarks/query_bench.py [--keys 1000000] [--lookups 20000]
         [--clients 50] [--client-requests 20] [--client-procs 2] [--keep-alive]
+        [--client http.client|raw]
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ from streamlib import Consumed, Materialized, Serdes, Streams, StreamsBuilder, S
 from streamlib.spark.session import get_or_create_session  # noqa: E402
 from streamlib.topics import open_backend  # noqa: E402
 from streamlib.topics.base import APPEND_SCHEMA  # noqa: E402
+from streamlib.topics.partitioner import partition_array  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import query_http_bench  # noqa: E402
@@ -45,6 +48,14 @@ PARTITIONS = 4
 
 def key(i: int) -> str:
     return f"key{i:07d}"
+
+
+def append_keyed(backend, keys: list[str]) -> None:
+    """Append records of these keys, each to the partition a producer's default
+    partitioner puts it in (the store then holds each key in that partition)."""
+    parts = partition_array(pa.array([k.encode() for k in keys], pa.binary()), PARTITIONS)
+    for p in range(PARTITIONS):
+        append(backend, [k for k, q in zip(keys, parts) if q == p], p)
 
 
 def append(backend, keys: list[str], partition: int) -> None:
@@ -63,7 +74,8 @@ def concurrent_lookups(port: int, args: argparse.Namespace) -> None:
     """``--clients`` HTTP clients in processes of their own (spawned: never fork a
     process running a JVM), the server's CPU per request measured apart."""
     clients = argparse.Namespace(keys=args.keys, clients=args.clients, requests=args.client_requests,
-                                 client_procs=args.client_procs, kind="get", page=1, keep_alive=args.keep_alive)
+                                 client_procs=args.client_procs, kind="get", page=1, keep_alive=args.keep_alive,
+                                 client=args.client)
     print("HTTP point lookups, " + query_http_bench.measure(port, clients, "while the application runs"))
 
 
@@ -76,6 +88,8 @@ def main() -> None:
     parser.add_argument("--client-requests", type=int, default=20, help="lookups per HTTP client")
     parser.add_argument("--client-procs", type=int, default=2, help="processes the HTTP clients run in")
     parser.add_argument("--keep-alive", action="store_true", help="one connection per HTTP client")
+    parser.add_argument("--client", choices=("http.client", "raw"), default="http.client",
+                        help="raw: a socket and httptools' parser (less client CPU)")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="query-bench-")
     bootstrap = f"local://{work}/log"
@@ -95,7 +109,7 @@ def main() -> None:
         app.start()
         step = args.keys // PARTITIONS
         for p in range(PARTITIONS):
-            append(backend, [key(i) for i in range(p * step, (p + 1) * step)], p)
+            append_keyed(backend, [key(i) for i in range(p * step, (p + 1) * step)])
         view = app.store("counts")
         last = key(args.keys - 1)
         while view.get(last) is None:
@@ -108,7 +122,7 @@ def main() -> None:
         def feed() -> None:   # keep batches committing: updates of random keys twice a second
             rng = random.Random(1)
             while not stop.is_set():
-                append(backend, [key(rng.randrange(args.keys)) for _ in range(args.updates)], rng.randrange(PARTITIONS))
+                append_keyed(backend, [key(rng.randrange(args.keys)) for _ in range(args.updates)])
                 fed[0] += args.updates
                 time.sleep(0.5)
 

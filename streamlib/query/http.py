@@ -43,6 +43,8 @@ from streamlib.time import to_millis
 log = logging.getLogger("streamlib.query")
 _MAX_TIME = (1 << 63) - 1
 DEFAULT_LIMIT = 1000
+#: pipelined point lookups of one connection answered at once on the selector thread
+QUICK_REQUESTS = 16
 _JSON = "application/json"
 
 
@@ -133,7 +135,8 @@ class QueryServer:
             host, port, _serve(self),
             config.application_server_threads, max(self._seconds, 1.0), tls_context(config.application_server_tls),
             on_disconnect=metrics.disconnects.inc,
-            on_rejected=lambda reason: metrics.rejected.labels(self._app, reason).inc())
+            on_rejected=lambda reason: metrics.rejected.labels(self._app, reason).inc(),
+            quick=_quick(self))
 
     @property
     def address(self) -> tuple[str, int]:
@@ -169,6 +172,15 @@ class QueryServer:
             return self._json(self._scan(store, query, budget), budget)
         key = self._key(parts[2], self._key_serde(store))
         return self._json(KEY_ROUTES[store.kind](self, store, key, parts[2], query, budget), budget)
+
+    def is_point_lookup(self, request: Any) -> bool:
+        """Whether ``request`` is a GET of one key of a key-value store with a changelog
+        (one read of one key: little work), by its target alone."""
+        parts = request.target.split("/")
+        if request.method != b"GET" or len(parts) != 4 or parts[1] != "stores" or not parts[3] or "?" in parts[3]:
+            return False
+        store = self.queries.topology.stores.get(unquote(parts[2]))
+        return store is not None and store.kind is StoreKind.KV and store.logging
 
     def _authorize(self, authorization: Optional[str]) -> None:
         if self._token is None:
@@ -342,6 +354,42 @@ def _error(exc: BaseException) -> bytes:
     return json.dumps({"error": str(exc)}).encode()
 
 
+def _quick(server: QueryServer) -> Callable[[Any], bool]:
+    """Answers a plain connection's point lookups on the thread that saw their bytes
+    arrive (:data:`.server.Quick`): one key's read is little work, and handing it to a
+    worker costs a thread wake-up and the GIL changing hands. ``False`` (a worker takes
+    the connection on): another kind of request, one not complete yet, an answer the
+    socket did not take whole, or more than :data:`QUICK_REQUESTS` pipelined."""
+    def quick(conn: Any) -> bool:
+        if conn.reader is None:
+            conn.reader = RequestReader()
+        reader = conn.reader
+        conn.keep_alive = reader.read_now(conn)
+        if not conn.keep_alive:   # closed between requests
+            return True
+        for _ in range(QUICK_REQUESTS):
+            if not reader.requests:
+                return not reader.started
+            request = reader.requests[0]
+            if not server.is_point_lookup(request):
+                return False
+            reader.requests.popleft()
+            status, kind, body, headers = server.respond(request.target, request.authorization)
+            conn.keep_alive = request.keep_alive
+            _logged(conn, request, status)
+            if not conn.send_now(response(status, kind, body, headers, not request.keep_alive)):
+                return False
+            if not conn.keep_alive:
+                return True
+        return not reader.requests and not reader.started
+    return quick
+
+
+def _logged(conn: Any, request: Any, status: int) -> None:
+    if log.isEnabledFor(logging.DEBUG):   # each answer: not formatted unless logged
+        log.debug("http: %s %s %s %d", conn.address, request.method.decode(), request.target, status)
+
+
 def _serve(server: QueryServer) -> Callable[[Any, bool], None]:
     """Serves a connection's next request (``busy``: 503 without reading a store, the
     worker pool is full), parsed by :mod:`.protocol`."""
@@ -370,6 +418,5 @@ def _serve(server: QueryServer) -> Callable[[Any, bool], None]:
             status, kind, body, headers = server.respond(request.target, request.authorization)
         conn.sock.sendall(response(status, kind, body, headers, close))
         conn.keep_alive = not close
-        if log.isEnabledFor(logging.DEBUG):   # each answer: not formatted unless logged
-            log.debug("http: %s %s %s %d", conn.address, request.method.decode(), request.target, status)
+        _logged(conn, request, status)
     return serve

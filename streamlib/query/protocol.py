@@ -80,6 +80,25 @@ class RequestReader:
             sock.settimeout(timeout)
         return self.requests.popleft()
 
+    def read_now(self, conn: Any) -> bool:
+        """Parses what arrived on ``conn`` (a :class:`~.server.Connection`) without
+        waiting; ``False`` when the client closed between requests. Raises
+        ``ConnectionError`` when it closed mid-request."""
+        data = conn.recv_now(MAX_LINE)
+        if data is None:
+            return True
+        if not data:
+            if self._partial:
+                raise ConnectionResetError("the client closed mid-request")
+            return False
+        self._feed(data)
+        return True
+
+    @property
+    def started(self) -> bool:
+        """Whether part of a request was read (or a bad one), not yet a whole request."""
+        return bool(self._partial) or self._error is not None
+
     def _feed(self, data: bytes) -> None:
         self._partial += len(data)
         try:

@@ -10,6 +10,7 @@ from streamlib.query.replica import StoreReplicas, Version
 from streamlib.state.bounds import Bounds
 from streamlib.state.reads import KeyValue, KeyValueReads
 from streamlib.state.rocksdb import RocksDB
+from streamlib.topics.partitioner import default_partitioner
 
 #: entries read from a partition at a time: the first page is small (a probe or a
 #: short page of an HTTP scan reads little), later ones grow to the largest
@@ -29,12 +30,16 @@ class ReplicaReads(KeyValueReads):
     Every call pins the version published when it starts and reads exactly that
     version in every partition, while newer versions are being applied.
     ``prepare()`` runs before each call (e.g. to catch up when the application is idle).
+    ``probe``: a point lookup reads the partition its key's bytes map to first (see
+    :meth:`get`); ``False`` when a custom partitioner writes the store's input.
     """
 
-    def __init__(self, replicas: StoreReplicas, store: str, prepare: Callable[[], None] = lambda: None):
+    def __init__(self, replicas: StoreReplicas, store: str, prepare: Callable[[], None] = lambda: None,
+                 probe: bool = True):
         self._replicas = replicas
         self._store = store
         self._prepare = prepare
+        self._probe = probe
 
     def _pin(self) -> tuple[Version, list[tuple[int, RocksDB]]]:
         self._prepare()
@@ -44,8 +49,30 @@ class ReplicaReads(KeyValueReads):
                                   "has not caught up with the changelog")
         return version, dbs
 
+    def get(self, key: bytes) -> Optional[bytes]:
+        """A point lookup: first in the partition the key's bytes map to with the default
+        partitioner (Kafka Streams' ``queryMetadataForKey``); only when it is not there,
+        in the other partitions (a source topic its producers partitioned otherwise, a
+        store key serialized unlike its topic's key). A key lives in one partition, so
+        this is what reading every partition answers, in one read when the key is found
+        where the partitioner puts it."""
+        version, dbs = self._pin()
+        n = len(dbs)
+        if self._probe and n > 1 and dbs[-1][0] == n - 1:   # partitions 0..n-1
+            p = default_partitioner(key, n)
+            value = self._get_from(version, dbs[p:p + 1], [key])[0]
+            if value is not None:
+                return value
+            dbs = dbs[:p] + dbs[p + 1:]
+        return self._get_from(version, dbs, [key])[0]
+
     def get_many(self, keys: Sequence[bytes]) -> list[Optional[bytes]]:
         version, dbs = self._pin()
+        return self._get_from(version, dbs, keys)
+
+    def _get_from(self, version: Version, dbs: list[tuple[int, RocksDB]],
+                  keys: Sequence[bytes]) -> list[Optional[bytes]]:
+        """The keys' values at ``version`` in these partitions (the last one found wins)."""
         found: list[Optional[bytes]] = [None] * len(keys)
         for partition, db in dbs:
             values = db.get_many(keys)

@@ -9,7 +9,11 @@ connections cost no worker); a connection with data goes to a fixed pool of work
 through a bounded queue; when that is full, one more thread answers 503 with
 ``Retry-After``. Each worker serves its connection with the ``serve`` it is given
 (:mod:`.http` over :mod:`.protocol`; the TLS handshake runs in the worker, with a
-timeout), so no HTTP is parsed here.
+timeout), so no HTTP is parsed here. Given a ``quick`` handler too, the selector thread
+first lets it answer a plain connection's cheap requests itself (point lookups: one
+thread woken per request instead of two, and no GIL hand-over); what it leaves goes to
+a worker. Then :data:`QUICK_POLLERS` selector threads poll the one epoll (each event
+reported to one of them), everything said here of "the selector thread" holds for each.
 A client that goes away is counted, never a traceback.
 """
 from __future__ import annotations
@@ -36,6 +40,10 @@ MAX_WAITING = min(4096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2)
 IDLE_SECONDS = 30.0
 #: how often the selector thread looks for idle connections to close
 IDLE_CHECK_SECONDS = 1.0
+#: connections accepted before the selector thread looks at the others again
+ACCEPTS_PER_ROUND = 8
+#: threads that poll and answer ``quick`` requests (on epoll; at most the workers' number)
+QUICK_POLLERS = 4
 #: connections waiting for a worker, per worker
 QUEUE_PER_THREAD = 16
 #: connections waiting to be told 503 at once; more are closed
@@ -64,6 +72,10 @@ class Connection:
         self.reader: Any = None
         #: set by the handler: whether the connection stays open for another request
         self.keep_alive = False
+        #: the rest of an answer the selector thread began sending (a worker sends it)
+        self.pending = b""
+        #: whether the selector thread answered a request on it (see :meth:`send_now`)
+        self.answered = False
 
     def open(self, timeout: float, tls: Optional[ssl.SSLContext]) -> None:
         """Before its first request: blocking with a timeout, no Nagle delay, TLS."""
@@ -72,6 +84,30 @@ class Connection:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if tls is not None:
             self.sock = tls.wrap_socket(self.sock, server_side=True)
+
+    def recv_now(self, size: int) -> Optional[bytes]:
+        """On the selector thread, before :meth:`open`: what arrived, without waiting
+        (``None``: nothing yet, ``b""``: the client closed)."""
+        try:
+            return self.sock.recv(size, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return None
+
+    def send_now(self, data: bytes) -> bool:
+        """On the selector thread, before :meth:`open`: sends ``data`` without waiting
+        (and without Nagle's delay: pipelined answers follow); ``False``: the socket
+        took only part, the rest is :attr:`pending` for a worker."""
+        if not self.answered:
+            self.answered = True
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            sent = self.sock.send(data, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        if sent < len(data):
+            self.pending = data[sent:]
+            return False
+        return True
 
     def has_buffered_request(self) -> bool:
         """Whether the next request's bytes are already read (the poller cannot see them)."""
@@ -85,6 +121,11 @@ class Connection:
 
 #: (connection, rejected) -> None: serves one request of a connection
 Serve = Callable[[Connection, bool], None]
+#: (connection) -> bool: on the selector thread, before :meth:`Connection.open`, reads
+#: what arrived without waiting and answers the cheap requests (:meth:`Connection.recv_now`,
+#: :meth:`Connection.send_now`); ``True``: done for now (it waits for its next request
+#: when ``keep_alive``, else is closed), ``False``: a worker takes it on from there
+Quick = Callable[[Connection], bool]
 
 
 class _Epoll:
@@ -116,8 +157,8 @@ class _Epoll:
     def remove(self, fd: int) -> None:
         self._epoll.unregister(fd)
 
-    def poll(self, timeout: float) -> list[int]:
-        return [fd for fd, _ in self._epoll.poll(timeout)]
+    def poll(self, timeout: float, most: int = -1) -> list[int]:
+        return [fd for fd, _ in self._epoll.poll(timeout, most)]
 
     def close(self) -> None:
         self._epoll.close()
@@ -145,7 +186,7 @@ class _Selector:
     def remove(self, fd: int) -> None:
         self._selector.unregister(fd)
 
-    def poll(self, timeout: float) -> list[int]:
+    def poll(self, timeout: float, most: int = -1) -> list[int]:
         fds = [key.fd for key, _ in self._selector.select(timeout)]
         for fd in fds:
             if fd not in self._watched:
@@ -162,6 +203,9 @@ class PooledServer:
     A kept-alive connection goes back to the selector between requests, so an idle
     client holds no worker.
 
+    ``quick`` (plain connections only: not with ``tls``) answers cheap requests on the
+    selector thread, see :data:`Quick`.
+
     ``on_disconnect()`` is called for each client that went away mid-request,
     ``on_rejected(reason)`` for each connection refused or closed unserved.
     """
@@ -169,8 +213,10 @@ class PooledServer:
     def __init__(self, host: str, port: int, serve: Serve, threads: int, timeout: float,
                  tls: Optional[ssl.SSLContext] = None,
                  on_disconnect: Callable[[], None] = lambda: None,
-                 on_rejected: Callable[[str], None] = lambda reason: None):
+                 on_rejected: Callable[[str], None] = lambda reason: None,
+                 quick: Optional[Quick] = None):
         self._serve = serve
+        self._quick = quick if tls is None else None
         self._timeout = timeout
         self._tls = tls
         self._on_disconnect = on_disconnect
@@ -196,7 +242,13 @@ class PooledServer:
         self._max_jobs = threads * QUEUE_PER_THREAD
         self._rejects: queue.SimpleQueue = queue.SimpleQueue()
         self._running = False
-        self._threads = [threading.Thread(target=self._accept, name="streamlib-http-accept", daemon=True)]
+        # With a ``quick`` handler on epoll, several threads poll (each reported event
+        # goes to one of them): the answers made there get more of the GIL's turns
+        # beside the application's own threads than one thread would.
+        pollers = min(QUICK_POLLERS, threads) if self._quick is not None and isinstance(self._poller, _Epoll) else 1
+        self._most = 1 if pollers > 1 else -1
+        self._threads = [threading.Thread(target=self._accept, name="streamlib-http-accept" + (f"-{i}" if i else ""),
+                                          daemon=True) for i in range(pollers)]
         self._threads += [threading.Thread(target=self._work, args=(self._jobs, False),
                                            name=f"streamlib-http-{i}", daemon=True) for i in range(threads)]
         self._threads.append(threading.Thread(target=self._work, args=(self._rejects, True),
@@ -239,24 +291,23 @@ class PooledServer:
     def _accept(self) -> None:
         listener, wake = self._listener.fileno(), self._wake_r.fileno()
         while self._running:
-            for fd in self._poller.poll(1.0):
+            for fd in self._poller.poll(1.0, self._most):
                 if fd == listener:
                     self._accept_all()
                 elif fd == wake:
                     self._drain_wake()
-                else:   # a request (or a hang-up) arrived: a worker takes a request
+                else:   # a request (or a hang-up) arrived
                     conn = self._waiting.pop(fd, None)
-                    if conn is None:   # closed as idle meanwhile
-                        continue
-                    if self._hung_up(conn):
-                        conn.close()
-                    else:
-                        self._dispatch(conn)
+                    if conn is not None:   # not closed as idle meanwhile
+                        self._ready(conn)
             if time.monotonic() >= self._next_idle_check:
                 self._close_idle()
 
     def _accept_all(self) -> None:
-        while True:
+        """Accepts the connections waiting, :data:`ACCEPTS_PER_ROUND` at most: clients that
+        reconnect at once must not keep the requests of connections already accepted
+        waiting (the listener reports again at the next poll)."""
+        for _ in range(ACCEPTS_PER_ROUND):
             try:
                 sock, address = self._listener.accept()
             except (BlockingIOError, InterruptedError):
@@ -267,7 +318,10 @@ class PooledServer:
                 return
             conn = Connection(sock, address)
             # A client sends its request right after connecting: often it is here
-            # already and the connection goes to a worker without a selector round.
+            # already and is answered (or goes to a worker) without a selector round.
+            if self._quick is not None:
+                self._ready(conn)
+                continue
             arrived = self._arrived(conn)
             if arrived is None:
                 self._wait_for_request(conn)
@@ -277,6 +331,8 @@ class PooledServer:
                 conn.close()
 
     def _drain_wake(self) -> None:
+        if not self._running:   # left readable: every polling thread sees it and stops
+            return
         try:
             while self._wake_r.recv(4096):
                 pass
@@ -301,6 +357,33 @@ class PooledServer:
             return False
         conn.polled = True
         return True
+
+    def _ready(self, conn: Connection) -> None:
+        """A request's bytes (or a hang-up) arrived on ``conn``: answered here by the
+        ``quick`` handler when it can (never once a worker opened it), else by a worker."""
+        if self._quick is None or conn.opened:
+            if self._hung_up(conn):
+                conn.close()
+            else:
+                self._dispatch(conn)
+            return
+        try:
+            done = self._quick(conn)
+        except DISCONNECTS as exc:
+            self._on_disconnect()
+            log.debug("query endpoint: client %s went away: %s", conn.address, exc)
+            conn.close()
+            return
+        except Exception:   # a bug in a handler must not end the selector thread
+            log.exception("query endpoint: serving %s failed", conn.address)
+            conn.close()
+            return
+        if not done:
+            self._dispatch(conn)
+        elif not (conn.keep_alive and self._running):
+            conn.close()
+        elif not self._wait_for_request(conn, rearm=conn.polled):
+            self._wait_for_request(conn)   # a poller that forgot it when it reported
 
     def _hung_up(self, conn: Connection) -> bool:
         """Whether the client closed (or reset) the connection instead of sending a
@@ -334,7 +417,7 @@ class PooledServer:
         for fd, conn in list(self._waiting.items()):
             if conn.deadline < now and self._waiting.pop(fd, None) is conn:
                 self._poller.remove(fd)
-                if not conn.opened:   # kept-alive connections simply time out
+                if not (conn.opened or conn.answered):   # kept-alive connections simply time out
                     self._on_rejected("idle")
                 conn.close()
 
@@ -356,12 +439,17 @@ class PooledServer:
                         log.debug("query endpoint: TLS handshake with %s failed: %s", conn.address, exc)
                         conn.close()
                         continue
-                while True:   # requests already sent (pipelined) are served here
+                more = True
+                if conn.pending:   # the rest of an answer the selector thread began
+                    pending, conn.pending = conn.pending, b""
+                    conn.sock.sendall(pending)
+                    keep = conn.keep_alive and self._running
+                    more = keep and conn.has_buffered_request()
+                while more:   # requests already sent (pipelined) are served here
                     conn.keep_alive = False
                     self._serve(conn, rejected)
                     keep = conn.keep_alive and self._running and not rejected
-                    if not keep or not conn.has_buffered_request():
-                        break
+                    more = keep and conn.has_buffered_request()
             except DISCONNECTS as exc:
                 keep = False
                 self._on_disconnect()

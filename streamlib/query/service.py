@@ -34,6 +34,15 @@ def _view_for(d: StoreDef, reads: KeyValueReads, config: StreamsConfig) -> Any:
     return query_view(d, reads, config)
 
 
+def custom_partitioned(topology: Topology, store: str) -> bool:
+    """Whether a custom partitioner (``Produced.partitioner``) writes a topic the
+    sub-topology of ``store`` reads: then a key's partition cannot be known from its bytes."""
+    subs = [s for s in topology.subtopologies if store in s.stores]
+    inputs = {t for s in subs for t in s.input_topics}
+    return any(getattr(node.params, "partitioner", None) is not None and node.params.topic in inputs
+               for node in topology.nodes.values() if node.spec.sink)
+
+
 def last_committed_batch(checkpoint: str) -> Optional[int]:
     """The newest batch Spark's checkpoint records as committed (None: none yet)."""
     try:
@@ -143,7 +152,7 @@ class Queries:
         its task copies (opened as RocksDB secondaries)."""
         d = self.store_def(name)
         if d.logging:
-            return ReplicaReads(self.replicas, name, self._prepare)
+            return ReplicaReads(self.replicas, name, self._prepare, probe=not custom_partitioned(self.topology, name))
         if name not in self._secondary:
             self._secondary[name] = PartitionedReadOnlyStore(lambda: self._task_copies(name))
         return self._secondary[name]

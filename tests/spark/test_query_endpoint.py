@@ -12,6 +12,7 @@ import socket
 import ssl
 import struct
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -349,6 +350,30 @@ def test_a_full_pool_answers_503_with_retry_after(endpoint):
     stuck.close()
     metrics = e.get("/metrics")[1]
     assert 'streamlib_query_rejected_total{application="app",reason="busy"} 1.0' in metrics
+
+
+def test_point_lookups_are_answered_while_every_worker_is_busy(endpoint):
+    import http.client
+
+    e = endpoint(application_server_threads=1, application_server_request_timeout=timedelta(seconds=60))
+    e.commit(0, {_key(0): 4})
+    pool = e.queries.server._server
+    serving, serve = threading.Event(), pool._serve
+    pool._serve = lambda conn, rejected: (serving.set(), serve(conn, rejected))
+    stuck = socket.create_connection(("127.0.0.1", e.port))
+    stuck.sendall(b"GET /stores HTTP/1.1\r\n")   # the one worker waits for the rest
+    assert serving.wait(10)
+    lookup = http.client.HTTPConnection("127.0.0.1", e.port, timeout=5)
+    for _ in range(2):   # kept alive, and a new connection
+        lookup.request("GET", f"/stores/counts/{_key(0)}")
+        response = lookup.getresponse()
+        assert (response.status, json.loads(response.read())) == (200, {"key": _key(0), "value": 4})
+    lookup.close()
+    lookup.request("GET", f"/stores/counts/{_key(1)}")
+    assert lookup.getresponse().status == 404
+    stuck.sendall(b"\r\n")
+    assert stuck.makefile("rb").readline().startswith(b"HTTP/1.1 200")
+    stuck.close()
 
 
 def test_bearer_token_401_without_200_with_and_metrics_public_when_asked(endpoint, tmp_path):

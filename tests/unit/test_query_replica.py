@@ -5,12 +5,14 @@ import shutil
 
 import pytest
 
+from streamlib import Materialized, Produced, StreamsBuilder
 from streamlib.query.http import decode_key
 from streamlib.query.reads import NotYetQueryable, ReplicaReads
 from streamlib.query.replica import StoreReplicas
+from streamlib.query.service import custom_partitioned
 from streamlib.serdes import Serdes
 from streamlib.state.changelog import Changelog
-from streamlib.topics import open_backend
+from streamlib.topics import default_partitioner, open_backend
 
 TOPIC = "app-s-changelog"
 
@@ -149,3 +151,69 @@ def test_a_replica_that_read_a_cut_changelog_tail_is_rebuilt(tmp_path, caplog):
         assert "diverged" in caplog.text
     finally:
         replicas.close()
+
+
+def _home(partition: int, n: int = 3) -> bytes:
+    """A key the default partitioner puts in ``partition`` of ``n``."""
+    return next(k for k in (b"k%d" % i for i in range(1000)) if default_partitioner(k, n) == partition)
+
+
+def _counting_reads(replicas, seen: list) -> None:
+    """Records in ``seen`` each partition a read touches."""
+    pin = replicas.pin
+
+    class Counting:
+        def __init__(self, partition, db):
+            self.partition, self.db = partition, db
+
+        def get_many(self, keys):
+            seen.append(self.partition)
+            return self.db.get_many(keys)
+
+    replicas.pin = lambda store: (lambda version, dbs: (version, [(p, Counting(p, db)) for p, db in dbs]))(*pin(store))
+
+
+def test_a_point_lookup_reads_its_keys_partition_and_the_others_only_when_it_is_not_there(setup):
+    backend, logs, replicas = setup
+    at_home, elsewhere = _home(0), _home(1)
+    # ``elsewhere`` sits in partition 2: its producer partitioned by its own rule, or the
+    # store's key bytes differ from the topic's (a repartition with another key serde)
+    _commit(logs, 0, {0: {at_home: b"1"}, 2: {elsewhere: b"2"}})
+    replicas.sync(before_batch=1)
+    seen: list[int] = []
+    _counting_reads(replicas, seen)
+    reads = ReplicaReads(replicas, "s")
+    assert reads.get(at_home) == b"1" and seen == [0]
+    seen.clear()
+    assert reads.get(elsewhere) == b"2" and seen == [1, 0, 2]
+    seen.clear()
+    assert reads.get(b"absent") is None and sorted(seen) == [0, 1, 2]
+    seen.clear()
+    assert ReplicaReads(replicas, "s", probe=False).get(at_home) == b"1" and seen == [0, 1, 2]
+
+
+def test_a_point_lookup_in_its_partition_reads_the_pinned_version(setup):
+    backend, logs, replicas = setup
+    key = _home(2)
+    replicas.committed(0, _commit(logs, 0, {2: {key: b"old"}}))
+    replicas.follow()
+    replicas.stop_following()
+    version = replicas.published
+    replicas.committed(1, _commit(logs, 1, {2: {key: None}}))   # deleted in batch 1
+    replicas.follow()
+    replicas.stop_following()
+    pin = replicas.pin
+    replicas.pin = lambda store: (version, pin(store)[1])   # a read that pinned batch 0
+    assert ReplicaReads(replicas, "s").get(key) == b"old"
+
+
+def test_stores_fed_through_a_custom_partitioner_are_read_in_every_partition():
+    s = Serdes.string()
+    builder = StreamsBuilder()
+    builder.stream("in").to("mid", produced=Produced.with_(s, s, partitioner=lambda k, v, n: 0))
+    builder.table("mid", materialized=Materialized.as_("custom"))
+    builder.stream("events").group_by(lambda k, v: v).count(materialized=Materialized.as_("regrouped"))
+    builder.table("plain", materialized=Materialized.as_("plain"))
+    topology = builder.build()
+    assert custom_partitioned(topology, "custom")
+    assert not custom_partitioned(topology, "regrouped") and not custom_partitioned(topology, "plain")

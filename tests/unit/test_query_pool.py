@@ -1,0 +1,109 @@
+"""The query endpoint's connection pool without HTTP: what its selector thread answers
+itself (``quick``) and what it leaves to a worker."""
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from streamlib.query.server import ACCEPTS_PER_ROUND, PooledServer
+
+BIG = 32 << 20   # more than a loopback socket's buffers take at once
+
+
+class _Lines:
+    """Requests are lines: ``quick <n>`` is answered on the selector thread with ``n``
+    bytes, anything else by a worker with ``worker\\n``; the threads are recorded."""
+
+    def __init__(self):
+        self.threads: list[str] = []
+
+    def quick(self, conn) -> bool:
+        data = conn.recv_now(65536)
+        conn.keep_alive = data != b""
+        if not data:
+            return True
+        if not data.startswith(b"quick "):
+            conn.reader = _Read(data)   # what a worker serves
+            return False
+        self.threads.append(threading.current_thread().name)
+        return conn.send_now(b"q" * int(data.split()[1]))
+
+    def serve(self, conn, rejected: bool) -> None:
+        data = conn.reader.data if conn.reader is not None else conn.sock.recv(65536)
+        conn.reader = None
+        if not data:
+            return
+        self.threads.append(threading.current_thread().name)
+        conn.sock.sendall(b"worker\n")
+        conn.keep_alive = True
+
+
+class _Read:
+    requests = ()
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+
+@pytest.fixture
+def pool():
+    lines = _Lines()
+    server = PooledServer("127.0.0.1", 0, lines.serve, 2, 10.0, quick=lines.quick)
+    server.start()
+    yield server, lines
+    server.stop()
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        assert chunk, "closed early"
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def test_quick_requests_are_answered_on_the_selector_thread_others_by_a_worker(pool):
+    server, lines = pool
+    with socket.create_connection(server.address, timeout=10) as s:
+        s.sendall(b"quick 3\n")
+        assert _read(s, 3) == b"qqq"
+        s.sendall(b"slow\n")
+        assert _read(s, 7) == b"worker\n"
+    assert lines.threads[0].startswith("streamlib-http-accept")
+    assert lines.threads[1].startswith("streamlib-http-") and not lines.threads[1].startswith("streamlib-http-accept")
+
+
+def test_an_answer_the_socket_does_not_take_at_once_is_finished_by_a_worker(pool):
+    server, lines = pool
+    with socket.create_connection(server.address, timeout=10) as s:
+        s.sendall(b"quick %d\n" % BIG)
+        assert _read(s, BIG) == b"q" * BIG   # read only once the selector thread moved on
+        s.sendall(b"slow\n")   # the connection stays usable
+        assert _read(s, 7) == b"worker\n"
+    with socket.create_connection(server.address, timeout=10) as s:   # and the selector thread serves on
+        s.sendall(b"quick 1\n")
+        assert _read(s, 1) == b"q"
+
+
+def test_a_round_accepts_a_bounded_number_of_connections():
+    """Connections accepted (and answered) in one go keep the requests of connections
+    already waiting in the poller waiting: a round stops after ACCEPTS_PER_ROUND."""
+    lines = _Lines()
+    server = PooledServer("127.0.0.1", 0, lines.serve, 1, 10.0, quick=lines.quick)   # not started
+    clients = [socket.create_connection(server.address, timeout=10) for _ in range(ACCEPTS_PER_ROUND + 2)]
+    try:
+        for c in clients:
+            c.sendall(b"quick 1\n")
+        server._accept_all()
+        assert len(lines.threads) == ACCEPTS_PER_ROUND
+        server._accept_all()
+        assert len(lines.threads) == ACCEPTS_PER_ROUND + 2
+        assert all(_read(c, 1) == b"q" for c in clients)
+    finally:
+        for c in clients:
+            c.close()
+        server.stop()
