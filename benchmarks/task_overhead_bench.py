@@ -31,6 +31,7 @@ import pyarrow as pa  # noqa: E402
 
 from streamlib import (Consumed, Materialized, Produced, Serdes, StreamsBuilder,  # noqa: E402
                        StreamsConfig)
+from streamlib.preflight import prepare_changelogs  # noqa: E402
 from streamlib.spark.arrow import SOURCE_ARROW_SCHEMA, source_batches  # noqa: E402
 from streamlib.topics.spec import BackendSpec  # noqa: E402
 from streamlib.spark.tasks import StagePlan, run_task  # noqa: E402
@@ -51,7 +52,10 @@ def plan_for(work: str, mode: str) -> StagePlan:
      .to("out", produced=Produced.with_(Serdes.string(), Serdes.long())))
     config = StreamsConfig(application_id=f"overhead-{mode.replace('+', '-')}", bootstrap=boot,
                            state_dir=f"{work}/state")
-    return StagePlan(b.build(), config, BackendSpec(boot), 0, 1, frozenset())
+    topology = b.build()
+    # what start() does before any task runs: tasks never create topics
+    prepare_changelogs(topology, config, backend, {0: 1})
+    return StagePlan(topology, config, BackendSpec(boot), 0, 1, frozenset())
 
 
 def one_record(batch: int) -> pa.Table:

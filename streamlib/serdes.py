@@ -195,12 +195,38 @@ def _all_utf8(array: Any) -> bool:
     return True
 
 
+#: ``json.dumps(obj, separators=(",", ":"))`` without making an encoder per call
+_JSON_ENCODER = _json.JSONEncoder(separators=(",", ":"))
+#: the default decoder's C scanner: one JSON value at an index of a string
+_JSON_SCAN = _json.JSONDecoder().scan_once
+
+
 def _encode_json(obj: Any) -> bytes:
-    return _json.dumps(obj, separators=(",", ":")).encode("utf-8")
+    return _JSON_ENCODER.encode(obj).encode("utf-8")
 
 
 def _decode_json(data: bytes) -> Any:
     return _json.loads(bytes(data).decode("utf-8"))
+
+
+def _decode_json_column(data: Column) -> list:
+    """:func:`_decode_json` of every payload, for payloads that are exactly one JSON
+    value with no whitespace around it (as :func:`_encode_json` writes them): the
+    scanner ``json.loads`` runs, without its per-call checks. Anything else raises
+    (``StopIteration`` from the scanner, or ``ValueError``) and the serde decodes the
+    column value by value."""
+    scan, out = _JSON_SCAN, []
+    append = out.append
+    for data in payloads(data):
+        if data is None:
+            append(None)
+            continue
+        text = data.decode("utf-8")
+        obj, end = scan(text, 0)
+        if end != len(text):
+            raise ValueError("not one JSON value")
+        append(obj)
+    return out
 
 
 def _all_json(array: Any) -> bool:
@@ -380,7 +406,7 @@ class Serdes:
     @staticmethod
     def json() -> Serde:
         """JSON text in UTF-8 (compact separators, keys in insertion order)."""
-        return Serde("json()", _encode_json, _decode_json, check_batch=_all_json)
+        return Serde("json()", _encode_json, _decode_json, _decode_json_column, check_batch=_all_json)
 
     @staticmethod
     def avro(schema: Any) -> Serde:

@@ -49,7 +49,7 @@ def random_batches(seed: int, batches: int = 6, per_batch: int = 150) -> list[pa
 def counted_whole(task: Task, table: pa.Table) -> Callable[[], int]:
     """Whether the cached count's batch path takes ``table`` whole (asked before the
     batch, on a copy of its rows)."""
-    whole = task._takes_table(table.take(list(range(table.num_rows))))
+    whole = task._takes_table(table.take(list(range(table.num_rows))), task._batch_child[1])
     return lambda: whole
 
 

@@ -124,6 +124,11 @@ class Processor:
         processor alone reads a repartition whose keys are in ``key_serde``."""
         return False
 
+    def folds_batches(self, key_serde: "Serde") -> bool:
+        """Whether ``process_folds`` may replace per-record processing where the stage's
+        plan asks for it (``InputEncoding.WINDOW_FOLDS``), as :meth:`takes_batches`."""
+        return False
+
     def process_batch(self, rows: "pa.Table", topic: str) -> None:
         """Process a batch's rows of a repartition ``topic`` at once (key/value bytes
         as the repartition wrote them, in processing order); see :meth:`takes_batches`."""

@@ -19,12 +19,16 @@ import pyarrow.compute as pc
 
 from ..node_kinds import WINDOW_AGGREGATE
 from ..node_params import AggregateOp
+from ..serdes import payloads
 from ..windows import Windowed
 from .base import Processor
 from .drops import row_where
 from .record import Change, Record
 from .tables import TableEmitter
 from .registry import processes
+
+#: a window not folded yet in :meth:`TimeWindowAggregateProcessor._fold`
+_UNSET = object()
 
 
 class WindowedAggregateProcessor(Processor):
@@ -170,6 +174,14 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
         return (self.node.params.op is AggregateOp.COUNT and self.emitter.caching
                 and self.store.key_serde == key_serde)
 
+    def folds_batches(self, key_serde: Any) -> bool:
+        """Whether :meth:`process_folds` may replace per-record processing: a cached
+        ``reduce`` or ``aggregate`` that emits on update, for the reasons of
+        :meth:`takes_batches` (what it emits follows from each window's values folded
+        in processing order, its largest timestamp and last record)."""
+        return (self.node.params.op is not AggregateOp.COUNT and self.emitter.caching
+                and self.store.key_serde == key_serde)
+
     def process_batch(self, rows: pa.Table, topic: str) -> None:
         """Count ``rows`` (in processing order, keys as the store serializes them) per
         key and window, exactly as :meth:`process` one record at a time would: the
@@ -178,19 +190,14 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
         before it moves the time. Windows are assigned for the whole batch at once, the
         touched windows read with one multi-get and written once, and the updates
         handed to the emitter in the order of each window's last update."""
-        keyed = rows if rows.column("key").null_count == 0 else rows.filter(pc.is_valid(rows.column("key")))
-        if keyed.num_rows < rows.num_rows:
-            first = pc.index(pc.is_null(rows.column("key")), True).as_py()
-            self.drop("null_key", row_where(rows, first), rows.num_rows - keyed.num_rows)
+        keyed = _with_keys(rows)
+        self._drop_keyless(rows, keyed)
         if keyed.num_rows == 0:
             return
         stamps = keyed.column("timestamp").to_numpy()
-        observed = np.maximum.accumulate(np.maximum(stamps, self.observed_time))
-        row_of, starts = self.windows.assign(stamps)
-        live = starts + self.windows.size_ms > observed[row_of] - self.close_offset_ms
-        if not live.all():
-            self.drop("late", row_where(keyed, int(row_of[np.argmin(live)])), int(len(live) - live.sum()))
-            row_of, starts = row_of[live], starts[live]
+        observed, row_of, starts, live = self._assign(stamps)
+        self._drop_late(keyed, row_of, live)
+        row_of, starts = row_of[live], starts[live]
         self.observe(int(observed[-1]))
         if len(starts) == 0:
             return
@@ -200,9 +207,95 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
                    .aggregate([("timestamp", "max"), ("order", "max"), ("order", "count")])
                    .sort_by("order_max"))
         last = keyed.take(pa.array(row_of[windows.column("order_max").to_numpy()]))
-        self._update_windows(windows.column("key"), windows.column("start"), windows.column("order_count"),
-                             windows.column("timestamp_max"), last, topic)
+        self._add_counts(windows.column("key"), windows.column("start"), windows.column("order_count"),
+                         windows.column("timestamp_max"), last, topic)
         self.stored(int(starts.max()))
+
+    def process_folds(self, rows: pa.Table, topic: str, key_serde: Any, value_serde: Any) -> bool:
+        """:meth:`process_batch` for a ``reduce`` or ``aggregate``: ``rows`` (records in
+        processing order, keys and values as ``key_serde`` and ``value_serde`` wrote
+        them) folded into their windows exactly as :meth:`process` one record at a time
+        would, the initializer and the aggregator called in the same order; each touched
+        window read with one multi-get and written once. Returns False, having changed
+        nothing, when a key or value does not deserialize or a user function raises:
+        the rows then go record by record, which reports it precisely."""
+        keyed = _with_keys(rows)
+        if keyed.num_rows == 0:
+            self._drop_keyless(rows, keyed)
+            return True
+        try:
+            keys = key_serde.deserialize_column(keyed.column("key"))
+            values = value_serde.deserialize_column(keyed.column("value"))
+        except Exception:  # noqa: BLE001 - record by record sends it to the handler
+            return False
+        stamps = keyed.column("timestamp").to_numpy()
+        observed, row_of, starts, live = self._assign(stamps)
+        update_rows, update_starts = row_of[live], starts[live]
+        kbs = payloads(keyed.column("key"))
+        windows: dict[tuple[bytes, int], int] = {}
+        slots = [windows.setdefault((kbs[r], s), len(windows))
+                 for r, s in zip(update_rows.tolist(), update_starts.tolist())]
+        found = list(windows)
+        previous = self.store.get_many_by_bytes([kb for kb, _ in found], [s for _, s in found])
+        try:
+            news, times = self._fold(previous, slots, update_rows.tolist(), stamps[update_rows].tolist(), keys, values)
+        except Exception:  # noqa: BLE001 - record by record reports it precisely
+            return False
+        self._drop_keyless(rows, keyed)
+        self._drop_late(keyed, row_of, live)
+        self.observe(int(observed[-1]))
+        if not found:
+            return True
+        slot = np.array(slots, dtype=np.int64)
+        last = np.zeros(len(found), dtype=np.int64)   # each window's last update
+        np.maximum.at(last, slot, np.arange(len(slots), dtype=np.int64))
+        order = np.argsort(last).tolist()
+        last_rows = update_rows[last[order]]
+        self._update_windows([found[j][0] for j in order], [found[j][1] for j in order],
+                             [previous[j] for j in order], [news[j] for j in order], [times[j] for j in order],
+                             keyed.take(pa.array(last_rows)), topic, [keys[r] for r in last_rows.tolist()])
+        self.stored(int(update_starts.max()))
+        return True
+
+    def _fold(self, previous: list, slots: list[int], rows: list[int], stamps: list[int], keys: list,
+              values: list) -> tuple[list, list[int]]:
+        """Each window's aggregate and timestamp after its updates (update ``i``: row
+        ``rows[i]``, at ``stamps[i]``, into window ``slots[i]``), from what the store held
+        (``previous``), as :meth:`process` computes them: a window without a value (none
+        yet, or an aggregate of None deleted it) starts again from the initializer, at the
+        record's timestamp."""
+        aggregator, initial = self.aggregator, self.initial
+        aggs: list = [_UNSET] * len(previous)
+        times = [0] * len(previous)
+        for j, r, stamp in zip(slots, rows, stamps):
+            agg = aggs[j]
+            if agg is _UNSET:
+                prev = previous[j]
+                agg, time = (initial(), stamp) if prev is None else (prev[0], max(stamp, prev[1]))
+            elif agg is None:
+                agg, time = initial(), stamp
+            else:
+                time = max(stamp, times[j])
+            aggs[j] = aggregator(keys[r], values[r], agg)
+            times[j] = time
+        return aggs, times
+
+    def _assign(self, stamps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The observed time after each record (the running maximum), and the records'
+        windows: ``(observed, row_of, starts, live)``, ``live`` those still open at it."""
+        observed = np.maximum.accumulate(np.maximum(stamps, self.observed_time))
+        row_of, starts = self.windows.assign(stamps)
+        live = starts + self.windows.size_ms > observed[row_of] - self.close_offset_ms
+        return observed, row_of, starts, live
+
+    def _drop_keyless(self, rows: pa.Table, keyed: pa.Table) -> None:
+        if keyed.num_rows < rows.num_rows:
+            first = pc.index(pc.is_null(rows.column("key")), True).as_py()
+            self.drop("null_key", row_where(rows, first), rows.num_rows - keyed.num_rows)
+
+    def _drop_late(self, keyed: pa.Table, row_of: np.ndarray, live: np.ndarray) -> None:
+        if not live.all():
+            self.drop("late", row_where(keyed, int(row_of[np.argmin(live)])), int(len(live) - live.sum()))
 
     def process_window_counts(self, rows: pa.Table, topic: str) -> None:
         """:meth:`process_batch` for rows a source reader pre-aggregated
@@ -241,31 +334,39 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
                    .aggregate([("records", "sum"), ("timestamp", "max"), ("order", "max")])
                    .sort_by("order_max"))
         last = keyed.take(windows.column("order_max"))
-        self._update_windows(windows.column("key"), windows.column("start"), windows.column("records_sum"),
-                             windows.column("timestamp_max"), last, topic)
+        self._add_counts(windows.column("key"), windows.column("start"), windows.column("records_sum"),
+                         windows.column("timestamp_max"), last, topic)
         self.stored(int(pc.max(windows.column("start")).as_py()))
 
-    def _update_windows(self, keys: pa.ChunkedArray, window_starts: pa.ChunkedArray, counts: pa.ChunkedArray,
-                        newest: pa.ChunkedArray, last: pa.Table, topic: str) -> None:
+    def _add_counts(self, keys: pa.ChunkedArray, window_starts: pa.ChunkedArray, counts: pa.ChunkedArray,
+                    newest: pa.ChunkedArray, last: pa.Table, topic: str) -> None:
         """Add ``counts`` to the windows (``keys`` as the store serializes them), read with
-        one multi-get and written once; the updates go to the emitter in the given order,
-        each with the largest timestamp and the metadata of its window's ``last`` row."""
-        kbs = keys.to_pylist()
-        window_starts = window_starts.to_pylist()
+        one multi-get: :meth:`_update_windows`."""
+        kbs, starts = keys.to_pylist(), window_starts.to_pylist()
+        previous = self.store.get_many_by_bytes(kbs, starts)
+        news = [(self.initial() if prev is None else prev[0]) + n for prev, n in zip(previous, counts.to_pylist())]
+        times = [stamp if prev is None else max(stamp, prev[1]) for prev, stamp in zip(previous, newest.to_pylist())]
+        self._update_windows(kbs, starts, previous, news, times, last, topic)
+
+    def _update_windows(self, kbs: list[bytes], window_starts: list[int], previous: list, news: list,
+                        timestamps: list[int], last: pa.Table, topic: str, keys: Optional[list] = None) -> None:
+        """Write each window's new value and timestamp once (``kbs`` its key as the store
+        serializes it, ``previous`` what the store held); the updates go to the emitter
+        in the given order, each with the metadata of its window's ``last`` row
+        (``keys``: the windows' keys, else deserialized from ``kbs``)."""
         store, key_serde = self.store, self.store.key_serde
         # many windows of a batch share few starts (windows are immutable; keys, which a
         # user's function could change, are decoded per window)
         window_at = self.windows.window_at
         windows_at = {start: window_at(start) for start in set(window_starts)}
-        previous = store.get_many_by_bytes(kbs, window_starts)
-        for kb, start, n, stamp, prev, partition, offset, headers in zip(
-                kbs, window_starts, counts.to_pylist(), newest.to_pylist(), previous,
+        if keys is None:
+            keys = [key_serde.deserialize(kb) for kb in kbs]
+        for kb, key, start, new, timestamp, prev, partition, offset, headers in zip(
+                kbs, keys, window_starts, news, timestamps, previous,
                 last.column("partition").to_pylist(), last.column("offset").to_pylist(),
                 last.column("headers").to_pylist()):
-            old, timestamp = (None, stamp) if prev is None else (prev[0], max(stamp, prev[1]))
-            new = (self.initial() if old is None else old) + n
+            old = None if prev is None else prev[0]
             store.put_by_bytes(kb, start, new, timestamp)
-            key = key_serde.deserialize(kb)
             record = Record(Windowed(key, windows_at[start]), None, timestamp,
                             tuple((h["key"], h["value"]) for h in headers) if headers else (),
                             topic, partition, offset)
@@ -278,6 +379,12 @@ class TimeWindowAggregateProcessor(WindowedAggregateProcessor):
             return None
         lower = 0 if self.last_emit_close_time < 0 else max(0, self.last_emit_close_time - size) + 1
         return self.store.fetch_all(max(lower, self.live_from()), upper)
+
+
+def _with_keys(rows: pa.Table) -> pa.Table:
+    """The rows that have a key."""
+    keys = rows.column("key")
+    return rows if keys.null_count == 0 else rows.filter(pc.is_valid(keys))
 
 
 def reducer_aggregator(reducer):

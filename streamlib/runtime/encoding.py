@@ -22,3 +22,7 @@ class InputEncoding(Enum):
     #: (:mod:`streamlib.spark.window_counts`), beside raw records (their window columns
     #: null) that never reach the count: a cached windowed count's input
     WINDOW_COUNTS = "window counts"
+    #: one row per record, as :attr:`RECORDS`, for a stage whose cached windowed ``reduce``
+    #: or ``aggregate`` folds a batch's records per window at once where it can
+    #: (:mod:`streamlib.spark.rules.window_folds`)
+    WINDOW_FOLDS = "records, folded per window"

@@ -78,6 +78,8 @@ class Task:
         self.global_stores: dict[str, Any] = {}
         #: (topic, source, child) when the child takes the source's rows as one table
         self._batch_child: Optional[tuple] = None
+        #: the same, for a child that folds them per window where the plan asks (``InputEncoding.WINDOW_FOLDS``)
+        self._fold_child: Optional[tuple] = None
         #: the whole sub-topology when it is one stateless chain run over columns
         self._fused: Optional[FusedChain] = None
         #: the whole sub-topology when it is one stream–table join: run over columns (the
@@ -134,12 +136,14 @@ class Task:
             proc.init()
         if stream_time > context.stream_time:
             self.advance_time(stream_time)
-        self._batch_child = None
+        self._batch_child = self._fold_child = None
         reader = self.topology.batch_reader(self.sub)
         if reader is not None:
             source, child = (self.processors[node.name] for node in reader)
             if child.takes_batches(source.key_serde):
                 self._batch_child = (source.node.params.topics[0], source, child)
+            elif child.folds_batches(source.key_serde):
+                self._fold_child = (source.node.params.topics[0], source, child)
         # Fused only while no stream-time timer could be due between two records.
         no_timers = context.timers.next_stream_due == float("inf")
         self._fused = FusedChain.of(self.processors, context) if no_timers else None
@@ -185,6 +189,8 @@ class Task:
                 self._process_window_counts(table)
             elif encoding is InputEncoding.COUNTED:
                 self._process_counted(table.take(processing_order(table)))
+            elif encoding is InputEncoding.WINDOW_FOLDS:
+                self._process_folds(table.take(processing_order(table)))
             else:
                 self._process_table(table.take(processing_order(table)))
 
@@ -218,8 +224,18 @@ class Task:
         source.receive_table(table, topic, represents="records")
         child.process_counted(table, topic)
 
+    def _process_folds(self, table: pa.Table) -> None:
+        """Records for a windowed reduce or aggregate that folds them at once where its
+        source takes the rows whole and its functions raise nothing; else as records."""
+        if self._fold_child is not None and self._takes_table(table, self._fold_child[1]):
+            topic, source, child = self._fold_child
+            if child.process_folds(table, topic, source.key_serde, source.value_serde):
+                source.receive_table(table, topic)
+                return
+        self._process_table(table)
+
     def _process_table(self, table: pa.Table) -> None:
-        if self._batch_child is not None and self._takes_table(table):
+        if self._batch_child is not None and self._takes_table(table, self._batch_child[1]):
             topic, source, child = self._batch_child
             source.receive_table(table, topic)
             child.process_batch(table, topic)
@@ -251,12 +267,12 @@ class Task:
             if context.stream_time >= timers.next_stream_due:
                 timers.fire(STREAM_TIME, context.stream_time)
 
-    def _takes_table(self, table: pa.Table) -> bool:
-        """Whether the batch child may take ``table`` whole: its source accepts the rows,
+    def _takes_table(self, table: pa.Table, source: SourceProcessor) -> bool:
+        """Whether a batch child may take ``table`` whole: its ``source`` accepts the rows,
         and no stream-time timer falls due within them (they fire between records)."""
         newest = pc.max(table.column("timestamp")).as_py()
         newest = self.context.stream_time if newest is None else max(newest, self.context.stream_time)
-        return newest < self.context.timers.next_stream_due and self._batch_child[1].takes_table(table)
+        return newest < self.context.timers.next_stream_due and source.takes_table(table)
 
     def commit(self) -> None:
         """End the batch: flush cached table updates, then commit the stores."""

@@ -117,7 +117,8 @@ class PhysicalPlan:
         """One line per stage: where its tasks run and how their input reaches them."""
         lines = [f"streamlib plan (rules applied: {', '.join(self.applied) or 'none'})"]
         for stage in self.stages:
-            how = ("pre-aggregated" if stage.batch_input is not None or stage.encoding is not InputEncoding.RECORDS
+            pre_aggregated = stage.encoding not in (InputEncoding.RECORDS, InputEncoding.WINDOW_FOLDS)
+            how = ("pre-aggregated" if stage.batch_input is not None or pre_aggregated
                    else "shuffled by key" if stage.shuffled else "as read")
             extra = f", combines {sorted(stage.combines)}" if stage.combines else ""
             lines.append(f"  sub-topology {stage.sub.id}: {stage.partitions} tasks in {stage.runner.value}, "

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from pyspark.sql import functions as F
 
-from streamlib import (Consumed, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig, Suppressed,
-                       TimeWindows)
+from streamlib import (Consumed, EmitStrategy, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig,
+                       Suppressed, TimeWindows)
 from streamlib.runtime.encoding import InputEncoding
 from streamlib.spark.plan import PlanContext, Runner, plain_plan, plan_batch
 from streamlib.spark.rules import RULES, rules_except
@@ -118,3 +118,36 @@ def test_rules_are_named_and_an_unknown_name_is_refused():
     assert len({rule.name for rule in RULES}) == len(RULES)
     with pytest.raises(ValueError, match="unknown plan rule"):
         rules_except("reader_stage,no_such_rule")
+
+
+def windowed_reduce(suppress=False, emit_final=False):
+    """Nexmark q7's shape: every record to one key, the highest value per window."""
+    builder = StreamsBuilder()
+    windowed = (builder.stream("events", consumed=Consumed.with_(S, S)).group_by(lambda k, v: "all")
+                .windowed_by(TimeWindows.of(timedelta(seconds=10))))
+    if emit_final:
+        windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
+    highest = windowed.reduce(max, materialized=Materialized.as_("highest"))
+    if suppress:
+        highest = highest.suppress(Suppressed.until_window_closes())
+    highest.to_stream().map(lambda w, v: (w.key, v)).to("out", produced=Produced.with_(S, S))
+    return builder.build()
+
+
+@pytest.mark.parametrize("suppress", [False, True], ids=["updates", "suppressed"])
+def test_a_cached_windowed_reduce_folds_its_batches(suppress):
+    planned = plan(windowed_reduce(suppress))
+    assert planned.applied == ("reader_stage", "window_folds")
+    assert [s.encoding for s in planned.stages] == [InputEncoding.RECORDS, InputEncoding.WINDOW_FOLDS]
+
+
+@pytest.mark.parametrize("case", ["uncached", "on_window_close", "count"])
+def test_window_folds_stay_out_where_records_must_go_one_by_one(case):
+    if case == "count":
+        planned = plan(windowed_count(regroup=True))
+    elif case == "uncached":
+        planned = plan(windowed_reduce(), cache_max_bytes=0)
+    else:
+        planned = plan(windowed_reduce(emit_final=True))
+    assert "window_folds" not in planned.applied
+    assert InputEncoding.WINDOW_FOLDS not in [s.encoding for s in planned.stages]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json as _json
 import pickle
+import re
 
 import pyarrow as pa
 import pytest
@@ -92,3 +93,36 @@ def test_json_check_batch_vouches_exactly_for_values_that_round_trip(values):
 
     expected = all(data is None or round_trips(data) for data in values)
     assert serde.check_batch(pa.array(values, pa.binary())) is expected
+
+
+@settings(deadline=None)
+@given(st.lists(_JSON_BYTES, max_size=8))
+def test_json_column_decoding_is_value_by_value_decoding(values):
+    """``json().deserialize_column`` gives what ``deserialize`` gives value by value, or
+    raises what the first bad value raises (the column path only takes payloads that are
+    one JSON value without spaces around it, and hands anything else to the values)."""
+    serde = Serdes.json()
+    column = pa.array(values, pa.binary())
+    try:
+        expected = [serde.deserialize(v) for v in values]
+    except SerializationError as error:
+        with pytest.raises(SerializationError, match=re.escape(str(error))):
+            serde.deserialize_column(column)
+        return
+    assert repr(serde.deserialize_column(column)) == repr(expected)
+
+
+@pytest.mark.parametrize("payload", [b' {"a":1}', b'{"a":1} ', b'\xef\xbb\xbf{"a":1}', b'1 2', b'[1', b'"\\ud800"',
+                                     b'NaN', b'{"a":1,"a":2}', b'1e400', b'{"a":[1,{"b":null}]}'])
+def test_json_column_decoding_of_odd_payloads(payload):
+    """Spaces, a byte-order mark, two values, half a value, a lone surrogate, NaN,
+    repeated keys, a float overflow: what value-by-value decoding gives (or raises)."""
+    serde = Serdes.json()
+    column = pa.array([b"1", payload], pa.binary())
+    try:
+        expected = [1, serde.deserialize(payload)]
+    except SerializationError:
+        with pytest.raises(SerializationError):
+            serde.deserialize_column(column)
+        return
+    assert repr(serde.deserialize_column(column)) == repr(expected)

@@ -10,9 +10,9 @@ rule may depend on what an earlier one decided, never the other way round.
 Examples
 --------
 >>> [rule.name for rule in RULES]
-['columns_only_stage', 'count_preaggregation', 'window_count_preaggregation', 'reader_stage']
+['columns_only_stage', 'count_preaggregation', 'window_count_preaggregation', 'reader_stage', 'window_folds']
 >>> [rule.name for rule in rules_except("reader_stage, count_preaggregation")]
-['columns_only_stage', 'window_count_preaggregation']
+['columns_only_stage', 'window_count_preaggregation', 'window_folds']
 >>> rules_except("*")
 []
 """
@@ -25,6 +25,7 @@ from streamlib.spark.rules.columns_only import ColumnsOnlyStage
 from streamlib.spark.rules.count_preaggregation import CountPreAggregation
 from streamlib.spark.rules.reader_stage import ReaderStage
 from streamlib.spark.rules.window_counts import WindowCountPreAggregation
+from streamlib.spark.rules.window_folds import WindowFolds
 
 
 class Rule(Protocol):
@@ -41,7 +42,7 @@ class Rule(Protocol):
 
 
 RULES: tuple[Rule, ...] = (ColumnsOnlyStage(), CountPreAggregation(), WindowCountPreAggregation(),
-                           ReaderStage())
+                           ReaderStage(), WindowFolds())
 
 
 def rules_except(excluded: str) -> list[Rule]:
