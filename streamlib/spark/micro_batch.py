@@ -94,7 +94,9 @@ class MicroBatches:
             behind = [m for m in reports.values()
                       if m.get("time_aware") and m.get("stream_time", -1) < self._stream_time]
             if behind and not self._input_waiting(batch_id):
-                reports = {**reports, **self._pass(df.limit(0), batch_id, time_pass(batch_id), self._stream_time, 0)}
+                # (as many Spark tasks as the data pass: its plan's template serves)
+                reports = {**reports, **self._pass(df.limit(0), batch_id, time_pass(batch_id), self._stream_time,
+                                                   records)}
             self._time_log.record(batch_id, before, self._stream_time)
         self._positions.update(reports)
         self._positions.save()
