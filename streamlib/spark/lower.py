@@ -41,6 +41,14 @@ from streamlib.topology import SubTopology, Topology
 
 log = logging.getLogger("streamlib")
 
+#: A batch of at most this many records runs each shuffled stage's tasks in one Spark
+#: task, not one per core: a Python task costs Spark 60-100 ms before its first row,
+#: far more than a few hundred records cost the tasks, and with one Spark task per
+#: stage Spark's FIFO queue of idle Python workers gives it the same worker every
+#: batch, where its stores are still open (two tasks race for the workers, and about
+#: half of all batches reopened them). A stream task gets the same rows either way.
+ONE_TASK_RECORDS = 1_000
+
 
 class _MetricsParam(AccumulatorParam):
     def zero(self, value: dict) -> dict:
@@ -109,8 +117,11 @@ class BatchPlan:
         self._tick_keys: dict[int, list[bytes]] = {}
         #: partitions -> (the Java session it was made in, the tick frame)
         self._tick_frames: dict[int, tuple[Any, DataFrame]] = {}
-        #: the first batch's plan, for the later ones (spark/plan_template.py)
-        self._template: Optional[PlanTemplate] = None
+        #: the first batch's plan, for the later ones (spark/plan_template.py), per number
+        #: of Spark tasks its shuffled stages run in (see ONE_TASK_RECORDS)
+        self._templates: dict[int, PlanTemplate] = {}
+        #: Spark tasks per shuffled stage in the batch being built
+        self._slots = self.cores
         #: where stateful tasks run, on a cluster (spark/placement.py)
         self.placement = (StickyPlacement.start(spark, config.num_standby_replicas)
                           if any(self._placed(s) for s in self.stages) else None)
@@ -166,10 +177,12 @@ class BatchPlan:
             cached = self._tick_frames[n] = (internals.session_token(session), frame)
         return cached[1]
 
-    def build(self, source: DataFrame, batch_id: int, stream_time: int = -1) -> DataFrame:
+    def build(self, source: DataFrame, batch_id: int, stream_time: int = -1,
+              records: Optional[int] = None) -> DataFrame:
         """A DataFrame whose computation runs every stage of the batch once; its tasks
         first advance to the application's ``stream_time``, then commit their stores and
-        append their sink rows themselves."""
+        append their sink rows themselves. ``records``: how many the batch holds, if
+        known (a small batch runs each shuffled stage in one Spark task)."""
         # A key must reach the same task in every batch: no adaptive execution (it
         # coalesces small shuffles), and pre-aggregations shuffle into exactly the
         # stateful stages' partition count, hashed like repartition(n, key). The
@@ -181,12 +194,15 @@ class BatchPlan:
         # this thread, which also runs the job.
         source.sparkSession.sparkContext.setLocalProperty(BATCH_PROPERTY, f"{batch_id}:{stream_time}")
         self._batch_id = batch_id
-        if self._template is not None:
+        self._slots = 1 if records is not None and records <= ONE_TASK_RECORDS else self.cores
+        template = self._templates.get(self._slots)
+        if template is not None:
             try:
-                result = self._template.instantiate(source)
+                result = template.instantiate(source)
             except Exception as exc:  # noqa: BLE001 - the plan built step by step is always right
                 log.warning("reusing the first batch's plan failed (%s); building every batch's plan anew", exc)
-                result = self._template = None
+                result = None
+                self._templates.clear()
                 self._reuse_plans = False
             if result is not None:
                 return result
@@ -196,7 +212,9 @@ class BatchPlan:
         # without records reads its source through a limit: no template from it, the
         # last one stays.)
         if self._reuse_plans and not self._undecodable:
-            self._template = PlanTemplate.capture(result, source) or self._template
+            captured = PlanTemplate.capture(result, source)
+            if captured is not None:
+                self._templates[self._slots] = captured
         return result
 
     def _build_plan(self, source: DataFrame) -> DataFrame:
@@ -266,10 +284,10 @@ class BatchPlan:
             # Each stream task's rows prefer the executor with its stores (packed per core there).
             self._placed_inputs.append(rows)
             return self.placement.place(rows, stage.sub.id, stage.plan.num_partitions)
-        if planned.shuffled and stage.plan.num_partitions > self.cores:
-            # A Python task costs 50-70 ms even without rows: one per core, each
-            # running its share of the stage's tasks, not waves of them.
-            rows = rows.coalesce(self.cores)
+        if planned.shuffled and stage.plan.num_partitions > self._slots:
+            # A Python task costs 50-70 ms even without rows: one per core (one in a
+            # small batch), each running its share of the stage's tasks, not waves of them.
+            rows = rows.coalesce(self._slots)
         return rows
 
     @staticmethod
@@ -343,10 +361,11 @@ class BatchPlan:
         # Rendered on demand: the plan's text costs tens of ms, each batch.
         return f"{self.physical.describe()}\n\n{internals.plan_text(self._last_result)}"
 
-    def run(self, source: DataFrame, batch_id: int, stream_time: int = -1) -> None:
-        """Run the batch: every stage, each task writing its own sink rows."""
+    def run(self, source: DataFrame, batch_id: int, stream_time: int = -1, records: Optional[int] = None) -> None:
+        """Run the batch (of ``records``, if known): every stage, each task writing its
+        own sink rows."""
         try:
-            result = self.build(source, batch_id, stream_time)
+            result = self.build(source, batch_id, stream_time, records)
             self._last_result = result
             result.collect()  # no rows: terminal stages only write to sinks
             if self._skipped:

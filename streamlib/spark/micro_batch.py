@@ -28,7 +28,7 @@ from collections import defaultdict
 from typing import Any, Callable, Optional
 
 from streamlib.processors.drops import add_drops
-from streamlib.progress import Progress
+from streamlib.progress import Progress, offset_count
 from streamlib.runtime.batches import data_pass, time_pass
 from streamlib.spark.changelog_positions import POSITIONS_PROPERTY, ChangelogPositions
 from streamlib.spark.lower import BatchPlan
@@ -87,12 +87,16 @@ class MicroBatches:
     def _passes(self, df: Any, batch_id: int) -> dict[str, dict]:
         started = time.perf_counter()
         before = self._start_of(batch_id)
-        reports = self._pass(df, batch_id, data_pass(batch_id), -1)
+        records = offset_count(planned_end(self._checkpoint, batch_id - 1) if batch_id > 0 else None,
+                               planned_end(self._checkpoint, batch_id))
+        reports = self._pass(df, batch_id, data_pass(batch_id), -1, records)
         if self.plan.time_aware:
             behind = [m for m in reports.values()
                       if m.get("time_aware") and m.get("stream_time", -1) < self._stream_time]
             if behind and not self._input_waiting(batch_id):
-                reports = {**reports, **self._pass(df.limit(0), batch_id, time_pass(batch_id), self._stream_time)}
+                # (as many Spark tasks as the data pass: its plan's template serves)
+                reports = {**reports, **self._pass(df.limit(0), batch_id, time_pass(batch_id), self._stream_time,
+                                                   records)}
             self._time_log.record(batch_id, before, self._stream_time)
         self._positions.update(reports)
         self._positions.save()
@@ -118,12 +122,13 @@ class MicroBatches:
             return False
         return input_waiting(planned_end(self._checkpoint, batch_id), self._input_backend)
 
-    def _pass(self, df: Any, batch_id: int, internal_batch: int, stream_time: int) -> dict[str, dict]:
-        """One run of every stage; the tasks' metrics, with where the placed ones ran,
-        added to the totals."""
+    def _pass(self, df: Any, batch_id: int, internal_batch: int, stream_time: int,
+              records: Optional[int]) -> dict[str, dict]:
+        """One run of every stage over ``records`` (None: not known); the tasks' metrics,
+        with where the placed ones ran, added to the totals."""
         # (the job runs in this thread: its tasks read the property there)
         df.sparkSession.sparkContext.setLocalProperty(POSITIONS_PROPERTY, self._positions.property_value())
-        self.plan.run(df, internal_batch, stream_time)
+        self.plan.run(df, internal_batch, stream_time, records)
         reports = self.plan.metrics.value.get("tasks", {})
         self.plan.metrics.value = {"tasks": {}}
         if self.plan.placement is not None:

@@ -100,13 +100,15 @@ def stage_function(plan: StagePlan, report: Callable[[dict], None]
             yield from run_looping_tasks(plan, batch_id, stream_time, split_by_task(rows, table.column(TASK_PARTITION)),
                                          sink_producer, report)
             return
-        for partition, task_rows in split_by_task(rows, table.column(TASK_PARTITION)):
-            # The batch's changelog and sink appends become durable together, before
-            # the task reports its batch done (one round of fsyncs, not one per append).
-            with plan.backend.open().group_commit():
+        # The batch's changelog and sink appends of every task this Spark task runs become
+        # durable together (one round of fsyncs per Spark task, not one per append or per
+        # task), before the Spark task ends: only then do its reports (accumulator
+        # updates) and its output rows count for Spark.
+        with plan.backend.open().group_commit():
+            for partition, task_rows in split_by_task(rows, table.column(TASK_PARTITION)):
                 output, metrics = run_task(plan, batch_id, partition, task_rows, sink_producer, stream_time)
-            report({"tasks": {task_id(plan.sub_id, partition): metrics}})
-            yield from output.to_batches()
+                report({"tasks": {task_id(plan.sub_id, partition): metrics}})
+                yield from output.to_batches()
 
     return run
 
@@ -380,11 +382,11 @@ def run_looping_tasks(plan: StagePlan, batch_id: int, stream_time: int, task_row
         for run in runs.values():
             run.punctuate()
         drain({})
-        for partition, run in runs.items():
-            with plan.backend.open().group_commit():
+        with plan.backend.open().group_commit():   # (as in stage_function: one round of fsyncs)
+            for partition, run in runs.items():
                 output, metrics = run.finish(sink_producer)
-            report({"tasks": {task_id(plan.sub_id, partition): metrics}})
-            yield from output.to_batches()
+                report({"tasks": {task_id(plan.sub_id, partition): metrics}})
+                yield from output.to_batches()
     finally:
         for run in runs.values():
             run.close()

@@ -180,3 +180,23 @@ def test_one_spark_task_per_core_runs_each_of_its_stage_tasks_on_its_own_store(s
     assert dict(stored) == dict(python_count(lines))
     assert latest_per_key(ws.read("counts-out", value_serde=Serdes.long())) == dict(python_count(lines))
     app.stop()
+
+
+def test_a_small_batch_runs_a_shuffled_stage_in_one_spark_task(spark, ws):
+    # A batch of at most ONE_TASK_RECORDS records runs the count's four tasks in one
+    # Spark task, a bigger one in one per core; each task keeps its own store either way.
+    from streamlib.spark.lower import ONE_TASK_RECORDS
+
+    big, small = random_lines(ONE_TASK_RECORDS + 200, 6), random_lines(40, 7)
+    ws.produce("lines", [(None, line) for line in big], partitions=4)
+    app = ws.run(spark, wordcount_topology())
+    assert "Coalesce 2" in app.explain()
+    app.stop()
+    ws.produce("lines", [(None, line) for line in small], partitions=4)
+    app = ws.run(spark, wordcount_topology())
+    assert "Coalesce 1" in app.explain() and "Coalesce 2" not in app.explain()
+    stored = list(app.store("counts").all())
+    assert len(stored) == len({k for k, _ in stored}), "each key lives in exactly one task's store"
+    assert dict(stored) == dict(python_count(big + small))
+    assert latest_per_key(ws.read("counts-out", value_serde=Serdes.long())) == dict(python_count(big + small))
+    app.stop()
