@@ -54,6 +54,9 @@ class ProcessorContext:
         #: counters, and ``drops``: reason -> node -> records dropped (see :meth:`drop`)
         self.metrics: dict[str, Any] = {"records_in": 0, "records_out": 0, "dropped_records": 0,
                                         "skipped_records": 0, "dead_letter_records": 0, "drops": {}}
+        #: processors of the task that hand each other work, under a name they agree on
+        #: (a foreign-key join's response join, found by its left values' replica)
+        self.peers: dict[Any, Any] = {}
 
     def store(self, name: str) -> Any:
         return self.stores[name]

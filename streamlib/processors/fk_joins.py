@@ -17,10 +17,15 @@ Three sub-topologies, as in Kafka, but acyclic (a Spark micro-batch is a DAG of 
 
 Kafka sends responses back to the left table's own sub-topology; here the left values
 travel forward to a replica beside the responses instead, which the same check reads.
-At equal timestamps the left values are processed first (their topic sorts first), so
-a response never overtakes the left change it answers; the ``TopologyTestDriver`` applies
-them to the replica as they are written, as Kafka updates the left table's store before
-it forwards the change.
+The ``TopologyTestDriver`` applies them to the replica as they are written, as Kafka
+updates the left table's store before it forwards the change, so there no response can
+overtake the left value it answers. A Spark batch's task takes both topics together by
+timestamp (left values first at equal timestamps), and there a response can come first:
+its left value waits behind a later one of another key in its partition (the task takes
+a record by the largest timestamp up to it), or a right row's change answers, at the
+end of the batch, a subscription of a later left value. So a response that is not for
+the replica's current value waits, until the end of the batch, for a left value of its
+key with its hash; only then is it dropped as stale.
 """
 from __future__ import annotations
 
@@ -209,6 +214,9 @@ class LeftReplicaProcessor(Processor):
     def process(self, record: Record) -> None:
         if record.key is not None:
             self.store.put(record.key, record.value, record.timestamp)
+            response = self.context.peers.get((FK_RESPONSE_JOIN.name, self.node.params.store))
+            if response is not None:
+                response.left_value_applied(record.key)
 
 
 @processes(FK_RESPONSE_JOIN)
@@ -222,6 +230,22 @@ class ResponseJoinProcessor(_FkProcessor):
         self.store = self.context.store(self.node.params.store)
         self.joiner = self.node.params.joiner
         self.right_serde = self.node.params.right_value_serde
+        #: left key bytes -> responses not for its replica's value, waiting for a left
+        #: value of this batch (see the module docstring); dropped as stale at the end
+        self.waiting: dict[bytes, list[Record]] = {}
+        self.context.peers[(FK_RESPONSE_JOIN.name, self.node.params.store)] = self
+
+    def left_value_applied(self, key: Any) -> None:
+        """The replica took a new value of ``key``: answer the responses that waited for it."""
+        waiting = self.waiting.pop(self.key_serde.serialize(key), None)
+        for record in waiting or ():
+            self.process(record)
+
+    def flush(self) -> None:
+        for records in self.waiting.values():
+            for record in records:
+                self.drop("stale_response", record)
+        self.waiting = {}
 
     def process(self, record: Record) -> None:
         parts = _unpack(record.value)
@@ -230,7 +254,7 @@ class ResponseJoinProcessor(_FkProcessor):
         current_value = None if current is None else current[0]
         raw = None if current_value is None else self.value_serde.serialize(current_value)
         if value_hash(raw) != parts[0]:
-            self.drop("stale_response", record)
+            self.waiting.setdefault(bytes(record.key), []).append(record)
             return
         foreign = self.right_serde.deserialize(parts[1]) if len(parts) > 1 else None
         if foreign is None and (not self.left or current_value is None):

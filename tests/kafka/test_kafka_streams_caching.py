@@ -58,3 +58,29 @@ def test_a_foreign_key_answer_from_a_row_set_and_deleted_in_one_commit_stays(kaf
     assert final(cached) == {"a": "a|a"} and cached["store"] == {"a": "a|a"}
     uncached = kafka_streams_runs(kafka_bootstrap, "t1.filter.join(t2.filter, fk)", runs, 0)
     assert final(uncached) == {} and uncached["store"] == {}
+
+
+def test_a_foreign_key_answer_for_a_left_value_of_the_same_commit_is_never_stale(kafka_bootstrap):
+    """The parity soak's batch-cut case (``tests/spark/test_parity_batches.py``, batches of
+    7 records), one run per Spark batch: orders (t1) joined by foreign key with customers
+    (t2) filtered. In run 2 o1 goes d -> c -> d -> a while customer a is deleted. Kafka
+    Streams updates the left table's store before it sends a subscription, and with
+    caching sends one subscription per commit, so no answer is stale, in one commit per
+    run or in a Spark batch's stages: ``dropped`` 0, as the driver (Spark dropped 2 as
+    ``stale_response``). t1's filter drops nothing here: the soak's customer value ``y``
+    is ``b`` here and its customer ``b`` is ``c``."""
+    orders = [[rec("t1", "o2", "c", 387), rec("t1", "o1", "d", 142, partition=1)],
+              [rec("t1", k, v, ts, partition=1) for k, v, ts in (("o3", "d", 4567), ("o1", "c", 2062),
+                                                                 ("o1", "d", 842), ("o1", "a", 4368))]]
+    customers = [[rec("t2", "a", "x", 4056), rec("t2", "a", "x", 3438), rec("t2", "d", "b", 2224, partition=1)],
+                 [rec("t2", "c", "b", 141), rec("t2", "a", "x", 252), rec("t2", "a", None, 2524)]]
+    batches = [customers[0] + orders[0], customers[1] + orders[1]]
+    # the driver's order: by timestamp over the topics, each topic in Kafka Streams' order
+    in_driver_order = [[orders[0][1], orders[0][0], customers[0][2], *customers[0][:2], *customers[1], *orders[1]]]
+    staged = [batches[0], {"records": orders[1], "inputs_only": True}, customers[1]]
+    topology = "t1.filter.join(t2.filter, fk)"
+    answers = {"Kafka's TopologyTestDriver": kafka_streams_runs("test-driver", topology, in_driver_order, 0),
+               "cached": kafka_streams_runs(kafka_bootstrap, topology, batches, CACHE),
+               "cached, as a batch's stages": kafka_streams_runs(kafka_bootstrap, topology, staged, CACHE)}
+    for how, answer in answers.items():
+        assert final(answer) == {} and answer["store"] == {} and answer["dropped"] == 0, (how, answer)
