@@ -94,7 +94,10 @@ def regrouped_window_reduce(shape: dict, suppress: bool):
                .windowed_by(time_windows(shape)).reduce(trail, materialized=Materialized.as_("trails")))
     if suppress:
         reduced = reduced.suppress(Suppressed.until_window_closes())
-    (reduced.to_stream().map(lambda w, page: (f"{w.key}@{w.window.start}", f"{page}"))
+    # (a window's first value None makes its aggregate None: a tombstone, which the
+    # driver, without caching, forwards and Spark's cache, as Kafka's, does not; read as
+    # a table, the output is the same only if it stays a tombstone, not the text "None")
+    (reduced.to_stream().map(lambda w, page: (f"{w.key}@{w.window.start}", page))
      .to("out", produced=Produced.with_(S, S)))
     return builder.build()
 
@@ -191,6 +194,9 @@ def test_reader_stage_keeps_results(spark, events, shape, batch):
 @example(events=[("a", "x", 6_000), ("c", "y", 4_000), ("b", "z", 5_000), ("d", None, 7_000),
                  ("a", "y", 75_000), ("c", "x", 1_000), ("a", "x", 12_000), ("d", "y", 76_000)],
          shape={"size": 10_000, "advance": None, "grace": 0}, batch=3, suppress=True)
+# a window whose only value is None (found by the soak: it once came out as "None")
+@example(events=[("d", None, 0), ("a", "x", 1_000)], shape={"size": 5_000, "advance": None, "grace": 0},
+         batch=1, suppress=False)
 def test_window_folds_keep_results(spark, events, shape, batch, suppress):
     check_rule(spark, "window_folds", lambda: regrouped_window_reduce(shape, suppress), events, batch,
                outputs={"out": (S, S)})
