@@ -94,7 +94,10 @@ def regrouped_window_reduce(shape: dict, suppress: bool):
                .windowed_by(time_windows(shape)).reduce(trail, materialized=Materialized.as_("trails")))
     if suppress:
         reduced = reduced.suppress(Suppressed.until_window_closes())
-    (reduced.to_stream().map(lambda w, page: (f"{w.key}@{w.window.start}", f"{page}"))
+    # (a window's first value None makes its aggregate None: a tombstone, which the
+    # driver, without caching, forwards and Spark's cache, as Kafka's, does not; read as
+    # a table, the output is the same only if it stays a tombstone, not the text "None")
+    (reduced.to_stream().map(lambda w, page: (f"{w.key}@{w.window.start}", page))
      .to("out", produced=Produced.with_(S, S)))
     return builder.build()
 
@@ -118,11 +121,13 @@ def excluded_rules(spark, names: str):
 
 
 def check_rule(spark, rule: str, build: Callable, events: list[tuple], batch, build_for_driver=None,
-               outputs=OUTPUTS) -> None:
+               outputs=OUTPUTS, against_driver: bool = True) -> None:
     """Spark with every rule = Spark with none (two tasks per stage), and Spark with
     every rule in one task per stage = the driver (which, as Kafka's, runs one task: a
     task's stream time is the largest it has seen, so two tasks may drop different
-    late records, as Kafka Streams' own would); the rule applied in both."""
+    late records, as Kafka Streams' own would); the rule applied in both. Without
+    ``against_driver``, the second compares only drops (where the driver, which never
+    caches, and a cached Spark may rightly differ in what they emit)."""
     inputs = [Input("events", events, partitions=PARTITIONS)]
     overrides = {"max_records_per_batch": batch} if batch else {}
     with tempfile.TemporaryDirectory() as root:
@@ -134,7 +139,8 @@ def check_rule(spark, rule: str, build: Callable, events: list[tuple], batch, bu
         with excluded_rules(spark, "*"):
             plain = run_spark(spark, Workspace(Path(root) / "plain"), build(), inputs, outputs, **overrides)
     assert rule in with_rules.rules and rule in one_task.rules and plain.rules == ()
-    assert_engines_agree(driver, one_task, outputs)
+    if against_driver:
+        assert_engines_agree(driver, one_task, outputs)
     assert_same_drops(driver, one_task)
     assert_engines_agree(plain, with_rules, outputs)
     assert_same_drops(plain, with_rules)
@@ -191,6 +197,14 @@ def test_reader_stage_keeps_results(spark, events, shape, batch):
 @example(events=[("a", "x", 6_000), ("c", "y", 4_000), ("b", "z", 5_000), ("d", None, 7_000),
                  ("a", "y", 75_000), ("c", "x", 1_000), ("a", "x", 12_000), ("d", "y", 76_000)],
          shape={"size": 10_000, "advance": None, "grace": 0}, batch=3, suppress=True)
+# a window whose only value is None (found by the soak: it once came out as "None")
+@example(events=[("d", None, 0), ("a", "x", 1_000)], shape={"size": 5_000, "advance": None, "grace": 0},
+         batch=1, suppress=False)
 def test_window_folds_keep_results(spark, events, shape, batch, suppress):
+    # A None value into a window without one makes a None aggregate: the driver forwards
+    # that update, a cached store (Spark's, Kafka's) has nothing to flush; suppressed, it
+    # moves the suppression's time in the driver only, which may then emit a window
+    # Spark holds back (found by the soak: [("a", "x", 0), ("a", None, 30_000)], 10 s
+    # windows and grace). Plain and ruled Spark are still compared.
     check_rule(spark, "window_folds", lambda: regrouped_window_reduce(shape, suppress), events, batch,
-               outputs={"out": (S, S)})
+               outputs={"out": (S, S)}, against_driver=not (suppress and any(v is None for _, v, _ in events)))
