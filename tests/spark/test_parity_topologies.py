@@ -35,7 +35,7 @@ from engine import Workspace
 from parity_budget import Budget, print_past_capture, timeout
 from parity_topologies import (GLOBAL, KEYS, Aggregate, Branch, GlobalLookup, Merge, Src, Step, StreamJoin,
                                Table, TableJoin, TableLookup, ToTopic, Window, _next_key, build, dsl,
-                               table_outputs, topologies)
+                               set_and_deleted, table_outputs, topologies)
 from streamlib import Serdes, Streams, TopologyError, TopologyTestDriver
 from streamlib.spark.plan import stage_order
 from streamlib.topics.partitioner import default_partitioner
@@ -269,16 +269,9 @@ def sets_and_deletes_a_foreign_row_in_one_commit(topology: tuple, records: dict,
         foreign_keys = {_table_value(out.left, r[1]) for run in runs for r in run[out.left.topic]}
         state: dict = {}
         for run in runs:
-            set_from_absent = set()
-            for key, value, _ in run[out.right.topic]:
-                if key is None or key not in foreign_keys:
-                    continue
-                value = _table_value(out.right, value)
-                if value is not None and state.get(key) is None:
-                    set_from_absent.add(key)
-                elif value is None and key in set_from_absent:
-                    return True
-                state[key] = value
+            if set_and_deleted([(key, _table_value(out.right, value)) for key, value, _ in run[out.right.topic]
+                                if key is not None and key in foreign_keys], state):
+                return True
     return False
 
 
