@@ -386,6 +386,21 @@ def build(topology: tuple) -> tuple[Topology, dict, list[str]]:
     return b.builder.build(), outs, b.stores
 
 
+def set_and_deleted(rows, present: dict) -> bool:
+    """Whether, over ``rows`` ((key, row or None for no row), in order, from ``present``:
+    key -> row before them, updated in place), some key goes from no row to a row and
+    back to none: a record cache forwards nothing for it (docs/semantics.md, "A
+    foreign-key answer from a right row set and deleted within one commit stays")."""
+    set_from_absent = set()
+    for key, row in rows:
+        if row is not None and present.get(key) is None:
+            set_from_absent.add(key)
+        elif row is None and key in set_from_absent:
+            return True
+        present[key] = row
+    return False
+
+
 def table_outputs(topology: tuple) -> set[str]:
     """The output topics that carry a table's updates."""
     return {f"out{i}" for i, out in enumerate(topology) if isinstance(out, TABLE_OUTPUTS)}

@@ -84,3 +84,20 @@ def test_a_foreign_key_answer_for_a_left_value_of_the_same_commit_is_never_stale
                "cached, as a batch's stages": kafka_streams_runs(kafka_bootstrap, topology, staged, CACHE)}
     for how, answer in answers.items():
         assert final(answer) == {} and answer["store"] == {} and answer["dropped"] == 0, (how, answer)
+
+
+def test_a_foreign_key_self_join_of_a_row_set_and_deleted_in_one_commit_sends_nothing(kafka_bootstrap):
+    """The parity soak's case (2026-11-29): t1's b is set to c and deleted in one commit,
+    b being a left row (t1.filter.filter, foreign key = value) and, mapped, a right row
+    (t1.filter.map_values). With caching t1's store forwards nothing for a row absent before
+    and after the commit: no subscription, no answer, no output, nothing dropped. Kafka's
+    TopologyTestDriver (no caching) emits b -> c|null then the delete, nothing dropped (our
+    driver's result). Spark, whose t1 forwards every update at once because a store below it
+    is looked up (``Topology.forwards_at_once``), sends the subscription and drops its answer
+    as stale (``stale_response`` 1): neither."""
+    runs = [[rec("t1", "b", "c", 30002), rec("t1", "b", None, 9002)]]
+    topology = "t1.filter.filter.leftJoin(t1.filter.mapValues, fk)"
+    uncached = kafka_streams_runs("test-driver", topology, runs, 0)
+    assert uncached["outputs"] == [["b", "c|null", 30002], ["b", None, 9002]] and uncached["dropped"] == 0
+    cached = kafka_streams_runs(kafka_bootstrap, topology, runs, CACHE)
+    assert cached["outputs"] == [] and cached["store"] == {} and cached["dropped"] == 0
