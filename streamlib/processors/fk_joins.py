@@ -237,6 +237,8 @@ class ResponseJoinProcessor(_FkProcessor):
 
     def left_value_applied(self, key: Any) -> None:
         """The replica took a new value of ``key``: answer the responses that waited for it."""
+        if not self.waiting:   # the common case: no key is serialized per left value
+            return
         waiting = self.waiting.pop(self.key_serde.serialize(key), None)
         for record in waiting or ():
             self.process(record)

@@ -87,13 +87,13 @@ class MicroBatches:
     def _passes(self, df: Any, batch_id: int) -> dict[str, dict]:
         started = time.perf_counter()
         before = self._start_of(batch_id)
-        records = offset_count(planned_end(self._checkpoint, batch_id - 1) if batch_id > 0 else None,
-                               planned_end(self._checkpoint, batch_id))
+        end = planned_end(self._checkpoint, batch_id)   # read once: the record count and the time pass
+        records = offset_count(planned_end(self._checkpoint, batch_id - 1) if batch_id > 0 else None, end)
         reports = self._pass(df, batch_id, data_pass(batch_id), -1, records)
         if self.plan.time_aware:
             behind = [m for m in reports.values()
                       if m.get("time_aware") and m.get("stream_time", -1) < self._stream_time]
-            if behind and not self._input_waiting(batch_id):
+            if behind and not self._input_waiting(end):
                 # (as many Spark tasks as the data pass: its plan's template serves)
                 reports = {**reports, **self._pass(df.limit(0), batch_id, time_pass(batch_id), self._stream_time,
                                                    records)}
@@ -116,11 +116,11 @@ class MicroBatches:
                 self._stream_time = logged
             return self._stream_time
 
-    def _input_waiting(self, batch_id: int) -> bool:
-        """Whether the source holds records past this batch's end (so a next batch comes)."""
+    def _input_waiting(self, end: Optional[dict]) -> bool:
+        """Whether the source holds records past a batch's ``end`` offsets (so a next batch comes)."""
         if self._input_backend is None:
             return False
-        return input_waiting(planned_end(self._checkpoint, batch_id), self._input_backend)
+        return input_waiting(end, self._input_backend)
 
     def _pass(self, df: Any, batch_id: int, internal_batch: int, stream_time: int,
               records: Optional[int]) -> dict[str, dict]:
