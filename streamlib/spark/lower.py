@@ -49,6 +49,13 @@ log = logging.getLogger("streamlib")
 #: half of all batches reopened them). A stream task gets the same rows either way.
 ONE_TASK_RECORDS = 1_000
 
+#: Spark 4 measures an Arrow batch's size in bytes after every row it writes to a
+#: Python task, unless this limit is Int.MaxValue; the check costs about as much as
+#: the rest of the transfer. Rows per Arrow batch stay bounded by
+#: ``spark.sql.execution.arrow.maxRecordsPerBatch``, as in Spark 3. Set on the query's
+#: own session, and only when the user has not set it.
+ARROW_MAX_BYTES = ("spark.sql.execution.arrow.maxBytesPerBatch", str(2**31 - 1))
+
 
 class _MetricsParam(AccumulatorParam):
     def zero(self, value: dict) -> dict:
@@ -190,6 +197,8 @@ class BatchPlan:
         conf = source.sparkSession.conf
         conf.set("spark.sql.adaptive.enabled", "false")
         conf.set("spark.sql.shuffle.partitions", str(self.num_partitions))
+        if conf.get(ARROW_MAX_BYTES[0], None) is None:
+            conf.set(*ARROW_MAX_BYTES)
         # Read by every stage function of the batch's job (tasks.BATCH_PROPERTY); set in
         # this thread, which also runs the job.
         source.sparkSession.sparkContext.setLocalProperty(BATCH_PROPERTY, f"{batch_id}:{stream_time}")
