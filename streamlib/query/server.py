@@ -236,11 +236,13 @@ class PooledServer:
         #: kept-alive connections the workers hand back to the selector thread (when
         #: the poller cannot re-arm them from a worker)
         self._returned: queue.SimpleQueue = queue.SimpleQueue()
-        # Only the selector thread puts, so ``qsize()`` bounds the queues; a SimpleQueue
-        # hands a connection over in C, a Queue in Python under its own locks.
+        # A SimpleQueue hands a connection over in C, a Queue in Python under its own
+        # locks; the polling threads put under ``_dispatching`` so that ``qsize()`` bounds
+        # the queues (several polling threads checking at once overran the bound).
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._max_jobs = threads * QUEUE_PER_THREAD
         self._rejects: queue.SimpleQueue = queue.SimpleQueue()
+        self._dispatching = threading.Lock()
         self._running = False
         # With a ``quick`` handler on epoll, several threads poll (each reported event
         # goes to one of them): the answers made there get more of the GIL's turns
@@ -403,13 +405,18 @@ class PooledServer:
             return False
 
     def _dispatch(self, conn: Connection) -> None:
-        if self._jobs.qsize() < self._max_jobs:
-            self._jobs.put(conn)
-        elif self._rejects.qsize() < REJECT_QUEUE:
-            self._rejects.put(conn)
-        else:
-            self._on_rejected("busy")
-            conn.close()
+        """To a worker, or to be told 503 when :attr:`_max_jobs` wait, or closed when
+        :data:`REJECT_QUEUE` wait for that too (checked and put as one step: every
+        polling thread dispatches)."""
+        with self._dispatching:
+            if self._jobs.qsize() < self._max_jobs:
+                self._jobs.put(conn)
+                return
+            if self._rejects.qsize() < REJECT_QUEUE:
+                self._rejects.put(conn)
+                return
+        self._on_rejected("busy")
+        conn.close()
 
     def _close_idle(self) -> None:
         now = time.monotonic()

@@ -2,12 +2,13 @@
 itself (``quick``) and what it leaves to a worker."""
 from __future__ import annotations
 
+import queue
 import socket
 import threading
 
 import pytest
 
-from streamlib.query.server import ACCEPTS_PER_ROUND, PooledServer
+from streamlib.query.server import ACCEPTS_PER_ROUND, QUEUE_PER_THREAD, PooledServer
 
 BIG = 32 << 20   # more than a loopback socket's buffers take at once
 
@@ -106,4 +107,56 @@ def test_a_round_accepts_a_bounded_number_of_connections():
     finally:
         for c in clients:
             c.close()
+        server.stop()
+
+
+class _Crowded:
+    """A job queue whose ``qsize`` reads the size, then waits until ``n`` callers read
+    it (``wait`` s at most, when they come one at a time) before answering: polling
+    threads that check the bound together, as they can."""
+
+    def __init__(self, n: int, wait: float):
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._together = threading.Barrier(n, timeout=wait)
+
+    def qsize(self) -> int:
+        size = self.queue.qsize()
+        try:
+            self._together.wait()
+        except threading.BrokenBarrierError:   # the callers came one at a time
+            pass
+        return size
+
+    def put(self, item) -> None:
+        self.queue.put(item)
+
+
+class _Job:
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_polling_threads_dispatching_at_once_keep_the_worker_queues_bound():
+    """Four polling threads dispatch when one place is left in the worker queue: one
+    connection gets it, the others wait to be told 503 (the bound held only while one
+    thread dispatched)."""
+    pollers = 4
+    server = PooledServer("127.0.0.1", 0, lambda conn, rejected: None, 1, 10.0)   # not started
+    jobs = server._jobs = _Crowded(pollers, wait=1.0)
+    try:
+        for _ in range(QUEUE_PER_THREAD - 1):
+            jobs.put(_Job())
+        conns = [_Job() for _ in range(pollers)]
+        threads = [threading.Thread(target=server._dispatch, args=(c,)) for c in conns]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert jobs.queue.qsize() == QUEUE_PER_THREAD
+        assert server._rejects.qsize() == pollers - 1
+        assert not any(c.closed for c in conns)
+    finally:
+        server._jobs = queue.SimpleQueue()
         server.stop()
