@@ -14,7 +14,10 @@ threads, the application's process and the clients (``query_http_bench.measure``
 
     .venv/bin/python benchmarks/query_bench.py [--keys 1000000] [--lookups 20000]
         [--clients 50] [--client-requests 20] [--client-procs 2] [--keep-alive]
-        [--client http.client|raw]
+        [--client http.client|raw] [--rate R]
+
+``--rate R``: the HTTP clients in an open loop, ``R`` lookups/s together on a schedule,
+latency counted from each lookup's scheduled send (``query_http_bench.py``).
 """
 from __future__ import annotations
 
@@ -75,7 +78,7 @@ def concurrent_lookups(port: int, args: argparse.Namespace) -> None:
     process running a JVM), the server's CPU per request measured apart."""
     clients = argparse.Namespace(keys=args.keys, clients=args.clients, requests=args.client_requests,
                                  client_procs=args.client_procs, kind="get", page=1, keep_alive=args.keep_alive,
-                                 client=args.client)
+                                 client=args.client, rate=args.rate)
     print("HTTP point lookups, " + query_http_bench.measure(port, clients, "while the application runs"))
 
 
@@ -90,6 +93,7 @@ def main() -> None:
     parser.add_argument("--keep-alive", action="store_true", help="one connection per HTTP client")
     parser.add_argument("--client", choices=("http.client", "raw"), default="http.client",
                         help="raw: a socket and httptools' parser (less client CPU)")
+    query_http_bench.add_rate_argument(parser)
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="query-bench-")
     bootstrap = f"local://{work}/log"
