@@ -25,6 +25,7 @@ import select
 import selectors
 import socket
 import ssl
+import sys
 import threading
 import time
 from typing import Any, Callable, Optional
@@ -51,6 +52,9 @@ REJECT_QUEUE = 256
 #: what a client that hung up mid-request raises
 DISCONNECTS = (ConnectionError, TimeoutError, ssl.SSLError, OSError)
 _PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
+#: Linux's accepted sockets take the listener's ``TCP_NODELAY``: one system call less
+#: per connection
+_NODELAY_INHERITED = sys.platform.startswith("linux")
 
 
 class Connection:
@@ -81,7 +85,8 @@ class Connection:
         """Before its first request: blocking with a timeout, no Nagle delay, TLS."""
         self.opened = True
         self.sock.settimeout(timeout)   # blocking, with a timeout
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if not _NODELAY_INHERITED:
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if tls is not None:
             self.sock = tls.wrap_socket(self.sock, server_side=True)
 
@@ -99,7 +104,8 @@ class Connection:
         took only part, the rest is :attr:`pending` for a worker."""
         if not self.answered:
             self.answered = True
-            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if not _NODELAY_INHERITED:
+                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             sent = self.sock.send(data, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
@@ -224,10 +230,10 @@ class PooledServer:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._listener = socket.create_server((host, port), family=family, backlog=BACKLOG)
         self._listener.setblocking(False)
+        self._listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # see _NODELAY_INHERITED
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._poller = _Epoll() if hasattr(select, "epoll") else _Selector()
-        self._poller.watch(self._listener.fileno())
         self._poller.watch(self._wake_r.fileno())
         #: connections waiting for a request, by file descriptor (workers add the ones
         #: they re-arm; the selector thread takes them out)
@@ -249,6 +255,15 @@ class PooledServer:
         # beside the application's own threads than one thread would.
         pollers = min(QUICK_POLLERS, threads) if self._quick is not None and isinstance(self._poller, _Epoll) else 1
         self._most = 1 if pollers > 1 else -1
+        # With several, the listener reports once (one-shot), to one polling thread, which
+        # accepts one connection and re-arms it (:meth:`_accept_one`): level-triggered,
+        # each new connection woke every polling thread in turn, and all but one found
+        # nothing to accept (each wake a thread switch and a turn of the GIL).
+        self._accept_one_by_one = pollers > 1
+        if self._accept_one_by_one:
+            self._poller.add(self._listener.fileno())
+        else:
+            self._poller.watch(self._listener.fileno())
         self._threads = [threading.Thread(target=self._accept, name="streamlib-http-accept" + (f"-{i}" if i else ""),
                                           daemon=True) for i in range(pollers)]
         self._threads += [threading.Thread(target=self._work, args=(self._jobs, False),
@@ -295,7 +310,10 @@ class PooledServer:
         while self._running:
             for fd in self._poller.poll(1.0, self._most):
                 if fd == listener:
-                    self._accept_all()
+                    if self._accept_one_by_one:
+                        self._accept_one()
+                    else:
+                        self._accept_all()
                 elif fd == wake:
                     self._drain_wake()
                 else:   # a request (or a hang-up) arrived
@@ -331,6 +349,25 @@ class PooledServer:
                 self._dispatch(conn)
             else:
                 conn.close()
+
+    def _accept_one(self) -> None:
+        """One connection, the listener re-armed for the next (another polling thread
+        may accept it) before this one's request is read and answered."""
+        try:
+            sock, address = self._listener.accept()
+        except (BlockingIOError, InterruptedError):
+            sock = None
+        except OSError as exc:   # e.g. out of file descriptors: serve the rest, retry soon
+            log.warning("query endpoint: accept failed: %s", exc)
+            time.sleep(0.1)
+            sock = None
+        try:
+            self._poller.rearm(self._listener.fileno(), True)
+        except (OSError, ValueError):   # stopped meanwhile: the listener is closed
+            if self._running:
+                raise
+        if sock is not None:
+            self._ready(Connection(sock, address))
 
     def _drain_wake(self) -> None:
         if not self._running:   # left readable: every polling thread sees it and stops

@@ -160,3 +160,28 @@ def test_polling_threads_dispatching_at_once_keep_the_worker_queues_bound():
     finally:
         server._jobs = queue.SimpleQueue()
         server.stop()
+
+
+def test_with_several_polling_threads_a_new_connection_is_reported_to_one():
+    """The listener reports a connection once (one-shot): level-triggered it was
+    reported to every polling thread waiting, all but one of them then finding nothing
+    to accept; the one accepts it and re-arms the listener for the next."""
+    lines = _Lines()
+    server = PooledServer("127.0.0.1", 0, lines.serve, 2, 10.0, quick=lines.quick)   # not started
+    listener = server._listener.fileno()
+    clients = [socket.create_connection(server.address, timeout=10) for _ in range(2)]
+    try:
+        for c in clients:
+            c.sendall(b"quick 1\n")
+        assert server._poller.poll(5.0, 1) == [listener]
+        assert server._poller.poll(0, 1) == []   # not to a second thread
+        server._accept_one()
+        assert len(lines.threads) == 1
+        assert server._poller.poll(5.0, 1) == [listener]   # re-armed: the other connection
+        server._accept_one()
+        assert len(lines.threads) == 2
+        assert all(_read(c, 1) == b"q" for c in clients)
+    finally:
+        for c in clients:
+            c.close()
+        server.stop()
