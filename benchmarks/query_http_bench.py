@@ -27,7 +27,7 @@ needs, so compare the server's CPU per request between trees, not only latencies
 
     .venv/bin/python benchmarks/query_http_bench.py [--keys 100000] [--clients 50]
         [--requests 20] [--client-procs 2] [--kind get|page] [--keep-alive]
-        [--client http.client|raw] [--rate R] [--profile F]
+        [--client http.client|raw] [--rate R [R ...]] [--profile F]
 """
 from __future__ import annotations
 
@@ -301,9 +301,15 @@ def measure(port: int, args: argparse.Namespace, note: str) -> str:
 
 
 def add_rate_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rate", type=float, help="open loop: requests/s of all clients together, each "
-                        "client's sent on a schedule, latency counted from the scheduled time (wrk2); "
-                        "default: closed loop, each client's next request once it has its answer")
+    parser.add_argument("--rate", type=float, nargs="+", default=[0.0],
+                        help="open loop: requests/s of all clients together, each client's sent on a "
+                        "schedule, latency counted from the scheduled time (wrk2); 0 (the default): closed "
+                        "loop, each client's next request once it has its answer; several: one after another")
+
+
+def each_rate(args: argparse.Namespace) -> list[argparse.Namespace]:
+    """``args`` once per ``--rate`` given, each with that one rate."""
+    return [argparse.Namespace(**{**vars(args), "rate": rate}) for rate in args.rate]
 
 
 def profiled_workers(stats: list) -> None:
@@ -352,7 +358,8 @@ def main() -> None:
 
         feeder = threading.Thread(target=feed, name="feeder", daemon=True)
         feeder.start()
-        print(measure(store.queries.server.address[1], args, f"{store.batch} batches"))
+        for one in each_rate(args):
+            print(measure(store.queries.server.address[1], one, f"{store.batch} batches"), flush=True)
     finally:
         stop.set()
         store.queries.close()
