@@ -159,12 +159,13 @@ def clients(port: int, keys: int, n: int, requests: int, kind: str, page: int, k
             raw: bool, seed: int, ready, go, out, schedule=None) -> None:
     """In a child process: ``n`` client threads, started together when ``go`` is set;
     puts ``(latencies ms, service times ms, failures, CPU seconds of this process, (first
-    send, last answer))`` on ``out``. Closed loop (``schedule`` ``None``): each client sends its next request as
-    soon as it has its answer. Open loop (``schedule`` ``(start, interval, offsets)``,
-    ``start`` a shared value on ``time.monotonic()``'s clock, which every process shares):
-    client ``i`` sends its ``k``-th request at ``start + (offsets[i] + k) * interval`` or,
-    if an answer came later than that, at once; latency counts from the scheduled time (wrk2's
-    correction of coordinated omission), service time from the send."""
+    send, last answer))`` on ``out``. Closed loop (``schedule`` ``None``): each client
+    sends its next request as soon as it has its answer. Open loop (``schedule``
+    ``(start, interval, offsets)``, ``start`` a shared value on ``time.monotonic()``'s
+    clock, which every process shares): client ``i`` sends its ``k``-th request at
+    ``start + (offsets[i] + k) * interval`` or, if an answer came later than that, at
+    once; latency counts from the scheduled time (wrk2's correction of coordinated
+    omission), service time from the send."""
     latencies: list[float] = []
     services: list[float] = []
     failures: list[str] = []
