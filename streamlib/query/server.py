@@ -256,7 +256,7 @@ class PooledServer:
         pollers = min(QUICK_POLLERS, threads) if self._quick is not None and isinstance(self._poller, _Epoll) else 1
         self._most = 1 if pollers > 1 else -1
         # With several, the listener reports once (one-shot), to one polling thread, which
-        # accepts one connection and re-arms it (:meth:`_accept_one`): level-triggered,
+        # accepts one connection and then re-arms it (:meth:`_accept_one`): level-triggered,
         # each new connection woke every polling thread in turn, and all but one found
         # nothing to accept (each wake a thread switch and a turn of the GIL).
         self._accept_one_by_one = pollers > 1
@@ -351,8 +351,11 @@ class PooledServer:
                 conn.close()
 
     def _accept_one(self) -> None:
-        """One connection, the listener re-armed for the next (another polling thread
-        may accept it) before this one's request is read and answered."""
+        """One connection, its request answered if it is here (:meth:`_ready`), then the
+        listener re-armed for the next one (any polling thread may take it). Re-armed
+        after, not before: a system call lets the GIL go, and while the application's
+        threads keep busy, getting it back can take a switch interval (5 ms); the calls
+        between a request's arrival and its answer are the ones its latency pays for."""
         try:
             sock, address = self._listener.accept()
         except (BlockingIOError, InterruptedError):
@@ -362,12 +365,14 @@ class PooledServer:
             time.sleep(0.1)
             sock = None
         try:
-            self._poller.rearm(self._listener.fileno(), True)
-        except (OSError, ValueError):   # stopped meanwhile: the listener is closed
-            if self._running:
-                raise
-        if sock is not None:
-            self._ready(Connection(sock, address))
+            if sock is not None:
+                self._ready(Connection(sock, address))
+        finally:
+            try:
+                self._poller.rearm(self._listener.fileno(), True)
+            except (OSError, ValueError):   # stopped meanwhile: the listener is closed
+                if self._running:
+                    raise
 
     def _drain_wake(self) -> None:
         if not self._running:   # left readable: every polling thread sees it and stops
