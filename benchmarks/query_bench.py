@@ -15,6 +15,7 @@ threads, the application's process and the clients (``query_http_bench.measure``
     .venv/bin/python benchmarks/query_bench.py [--keys 1000000] [--lookups 20000]
         [--clients 50] [--client-requests 20] [--client-procs 2] [--keep-alive]
         [--client http.client|raw] [--rate R [R ...]] [--http-only]
+        [--switch-interval S]
 
 ``--rate R``: the HTTP clients in an open loop, ``R`` lookups/s together on a schedule,
 latency counted from each lookup's scheduled send (``query_http_bench.py``; 0: the
@@ -142,9 +143,11 @@ def main() -> None:
     parser.add_argument("--client", choices=("http.client", "raw"), default="http.client",
                         help="raw: a socket and httptools' parser (less client CPU)")
     query_http_bench.add_rate_argument(parser)
+    query_http_bench.add_switch_interval_argument(parser)
     parser.add_argument("--http-only", action="store_true", help="only the HTTP clients (no driver lookups, "
                         "scans, tables)")
     args = parser.parse_args()
+    query_http_bench.set_switch_interval(args)
     work = tempfile.mkdtemp(prefix="query-bench-")
     bootstrap = f"local://{work}/log"
     backend = open_backend(bootstrap)

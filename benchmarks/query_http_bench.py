@@ -27,7 +27,8 @@ needs, so compare the server's CPU per request between trees, not only latencies
 
     .venv/bin/python benchmarks/query_http_bench.py [--keys 100000] [--clients 50]
         [--requests 20] [--client-procs 2] [--kind get|page] [--keep-alive]
-        [--client http.client|raw] [--rate R [R ...]] [--profile F]
+        [--client http.client|raw] [--rate R [R ...]] [--switch-interval S]
+        [--profile F]
 """
 from __future__ import annotations
 
@@ -308,6 +309,18 @@ def add_rate_argument(parser: argparse.ArgumentParser) -> None:
                         "loop, each client's next request once it has its answer; several: one after another")
 
 
+def add_switch_interval_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--switch-interval", type=float,
+                        help="sys.setswitchinterval() in the application's process, seconds (Python's "
+                        "default 0.005: how long a thread waits for the GIL a busy thread holds)")
+
+
+def set_switch_interval(args: argparse.Namespace) -> None:
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
+        print(f"switch interval {sys.getswitchinterval() * 1000:g} ms", flush=True)
+
+
 def each_rate(args: argparse.Namespace) -> list[argparse.Namespace]:
     """``args`` once per ``--rate`` given, each with that one rate."""
     return [argparse.Namespace(**{**vars(args), "rate": rate}) for rate in args.rate]
@@ -339,9 +352,11 @@ def main() -> None:
     parser.add_argument("--client", choices=("http.client", "raw"), default="http.client",
                         help="raw: a socket and httptools' parser (less client CPU)")
     add_rate_argument(parser)
+    add_switch_interval_argument(parser)
     parser.add_argument("--threads", type=int, default=8, help="application_server_threads")
     parser.add_argument("--profile", help="write the HTTP threads' cProfile stats here")
     args = parser.parse_args()
+    set_switch_interval(args)
     profiles: list = []
     if args.profile:
         profiled_workers(profiles)
