@@ -394,12 +394,16 @@ class PooledServer:
             return True
         conn.deadline = time.monotonic() + IDLE_SECONDS
         self._waiting[conn.fd] = conn
+        # Marked polled before the call: once armed, another polling thread may take the
+        # connection while this one waits for the GIL, and re-arm it (adding it again
+        # failed with EEXIST and ended that polling thread).
+        polled, conn.polled = conn.polled, True
         if not rearm:
             self._poller.add(conn.fd)
-        elif not self._poller.rearm(conn.fd, conn.polled):
+        elif not self._poller.rearm(conn.fd, polled):
             del self._waiting[conn.fd]
+            conn.polled = polled
             return False
-        conn.polled = True
         return True
 
     def _ready(self, conn: Connection) -> None:

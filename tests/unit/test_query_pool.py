@@ -185,3 +185,38 @@ def test_with_several_polling_threads_a_new_connection_is_reported_to_one():
         for c in clients:
             c.close()
         server.stop()
+
+
+def test_a_connection_another_polling_thread_takes_at_once_is_re_armed_not_added_again():
+    """A connection accepted before its request arrived waits in the poller; its request
+    can arrive, and another polling thread answer it, before the thread that added it
+    gets the GIL back: that one must re-arm it (adding it twice failed with EEXIST and
+    ended the polling thread)."""
+    lines = _Lines()
+    server = PooledServer("127.0.0.1", 0, lines.serve, 2, 10.0, quick=lines.quick)
+    server._running = True   # its threads not started: this test is the polling threads
+    add = server._poller.add
+    client = socket.create_connection(server.address, timeout=10)
+
+    def add_then_answer_elsewhere(fd: int) -> None:
+        add(fd)
+        if fd in server._waiting:   # as another polling thread would, before this one goes on
+            client.sendall(b"quick 1\n")
+            assert server._poller.poll(5.0, 1) == [fd]
+            server._ready(server._waiting.pop(fd))
+
+    server._poller.add = add_then_answer_elsewhere
+    try:
+        assert server._poller.poll(5.0, 1) == [server._listener.fileno()]
+        server._accept_one()   # nothing sent yet: it waits in the poller
+        assert _read(client, 1) == b"q"
+        assert lines.threads and server._waiting   # answered, and waiting for the next request
+        client.sendall(b"quick 2\n")
+        fd = next(iter(server._waiting))
+        assert server._poller.poll(5.0, 1) == [fd]
+        server._ready(server._waiting.pop(fd))
+        assert _read(client, 2) == b"qq"
+    finally:
+        client.close()
+        server._poller.add = add
+        server.stop()
