@@ -309,19 +309,25 @@ class PooledServer:
         listener, wake = self._listener.fileno(), self._wake_r.fileno()
         while self._running:
             for fd in self._poller.poll(1.0, self._most):
-                if fd == listener:
-                    if self._accept_one_by_one:
-                        self._accept_one()
-                    else:
-                        self._accept_all()
-                elif fd == wake:
-                    self._drain_wake()
-                else:   # a request (or a hang-up) arrived
-                    conn = self._waiting.pop(fd, None)
-                    if conn is not None:   # not closed as idle meanwhile
-                        self._ready(conn)
+                try:
+                    self._reported(fd, listener, wake)
+                except Exception:   # a bug must not end a polling thread
+                    log.exception("query endpoint: polling failed")
             if time.monotonic() >= self._next_idle_check:
                 self._close_idle()
+
+    def _reported(self, fd: int, listener: int, wake: int) -> None:
+        if fd == listener:
+            if self._accept_one_by_one:
+                self._accept_one()
+            else:
+                self._accept_all()
+        elif fd == wake:
+            self._drain_wake()
+        else:   # a request (or a hang-up) arrived
+            conn = self._waiting.pop(fd, None)
+            if conn is not None:   # not closed as idle meanwhile
+                self._ready(conn)
 
     def _accept_all(self) -> None:
         """Accepts the connections waiting, :data:`ACCEPTS_PER_ROUND` at most: clients that
