@@ -269,6 +269,30 @@ def _scheduled_clients(port: int, args: argparse.Namespace, n: int, seed: int, r
             getattr(args, "client", "") == "raw", seed, ready, go, out, schedule)
 
 
+class StallProbe:
+    """A thread of the server's process that sleeps 1 ms at a time and notes how late it
+    wakes: the process's own stalls (the GIL held elsewhere, or no core) while clients run."""
+
+    def __init__(self) -> None:
+        self.late: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="stall-probe", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            t = time.monotonic()
+            time.sleep(0.001)
+            self.late.append((time.monotonic() - t - 0.001) * 1000)
+
+    def stop(self) -> str:
+        self._stop.set()
+        self._thread.join()
+        late = self.late or [0.0]
+        return (f"the process's 1 ms sleeps woke late by p99 {float(np.percentile(late, 99)):.1f} ms, "
+                f"max {max(late):.1f} ms, {sum(x > 10 for x in late)} times over 10 ms")
+
+
 def measure(port: int, args: argparse.Namespace, note: str) -> str:
     """Runs the clients against the endpoint on ``port`` (served by this process): the
     summary line, latencies and CPU per request apart for the server's HTTP threads,
@@ -277,7 +301,9 @@ def measure(port: int, args: argparse.Namespace, note: str) -> str:
     accept_cpu, server_cpu = thread_cpu_seconds("streamlib-http-accept"), thread_cpu_seconds("streamlib-http")
     kernel_cpu = thread_cpu_seconds("streamlib-http", kernel=True)
     process_cpu = process_cpu_seconds()
+    probe = StallProbe()
     latencies, services, failures, client_cpu, seconds = run_clients(port, args)
+    stalls = probe.stop()
     server_cpu = thread_cpu_seconds("streamlib-http") - server_cpu
     accept_cpu = thread_cpu_seconds("streamlib-http-accept") - accept_cpu
     kernel_cpu = thread_cpu_seconds("streamlib-http", kernel=True) - kernel_cpu
@@ -298,7 +324,7 @@ def measure(port: int, args: argparse.Namespace, note: str) -> str:
             f"{n / seconds:,.0f}/s; errors {len(failures)} {sorted(set(failures))}; "
             f"CPU per request: server threads {server_cpu / n * 1000:.3f} ms (the accepting thread "
             f"{accept_cpu / n * 1000:.3f}, in the kernel {kernel_cpu / n * 1000:.3f}), server process "
-            f"{process_cpu / n * 1000:.3f} ms, clients {client_cpu / n * 1000:.3f} ms; "
+            f"{process_cpu / n * 1000:.3f} ms, clients {client_cpu / n * 1000:.3f} ms; {stalls}; "
             f"load {load:.2f} -> {os.getloadavg()[0]:.2f}")
 
 
