@@ -14,7 +14,13 @@ threads, the application's process and the clients (``query_http_bench.measure``
 
     .venv/bin/python benchmarks/query_bench.py [--keys 1000000] [--lookups 20000]
         [--clients 50] [--client-requests 20] [--client-procs 2] [--keep-alive]
-        [--client http.client|raw]
+        [--client http.client|raw] [--rate R [R ...]] [--http-only]
+        [--switch-interval S]
+
+``--rate R``: the HTTP clients in an open loop, ``R`` lookups/s together on a schedule,
+latency counted from each lookup's scheduled send (``query_http_bench.py``; 0: the
+closed loop; several: one after another). ``--http-only``: only the HTTP clients
+(no lookups, scans or tables on the driver).
 """
 from __future__ import annotations
 
@@ -75,8 +81,54 @@ def concurrent_lookups(port: int, args: argparse.Namespace) -> None:
     process running a JVM), the server's CPU per request measured apart."""
     clients = argparse.Namespace(keys=args.keys, clients=args.clients, requests=args.client_requests,
                                  client_procs=args.client_procs, kind="get", page=1, keep_alive=args.keep_alive,
-                                 client=args.client)
-    print("HTTP point lookups, " + query_http_bench.measure(port, clients, "while the application runs"))
+                                 client=args.client, rate=args.rate)
+    for one in query_http_bench.each_rate(clients):
+        print("HTTP point lookups, " + query_http_bench.measure(port, one, "while the application runs"), flush=True)
+
+
+def driver_reads(view, args: argparse.Namespace) -> None:
+    """Point lookups, range scans and a full scan on the driver (``app.store``)."""
+    rng = random.Random(2)
+    latencies = []
+    t0 = time.perf_counter()
+    for _ in range(args.lookups):
+        k = key(rng.randrange(args.keys))
+        t = time.perf_counter()
+        value = view.get(k)
+        latencies.append((time.perf_counter() - t) * 1000)
+        assert value is not None and value >= 1
+    lookup_seconds = time.perf_counter() - t0
+    ms = [round(percentile(latencies, q), 3) for q in (50, 99)]
+    print(f"point lookups: {args.lookups} in {lookup_seconds:.1f}s ({args.lookups / lookup_seconds:,.0f}/s); "
+          f"p50 {ms[0]} ms, p99 {ms[1]} ms, max {max(latencies):.1f} ms")
+
+    scanned, t0 = 0, time.perf_counter()
+    for _ in range(200):
+        lo = rng.randrange(args.keys - 1000)
+        scanned += sum(1 for _ in view.range(key(lo), key(lo + 999)))
+    seconds = time.perf_counter() - t0
+    print(f"range scans of 1000 keys: {200 / seconds:,.0f} scans/s, {scanned / seconds:,.0f} keys/s")
+    t0 = time.perf_counter()
+    total = sum(1 for _ in view.all())
+    seconds = time.perf_counter() - t0
+    print(f"full scan: {total:,} keys in {seconds:.2f}s ({total / seconds:,.0f} keys/s)")
+
+
+def tables(app, spark, args: argparse.Namespace) -> None:
+    """``app.table()`` and SQL aggregates over it."""
+    t0 = time.perf_counter()
+    table = app.table("counts")
+    made = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    row = spark.sql("SELECT count(*) AS keys, sum(value) AS total, max(value) AS top FROM counts").first()
+    sql = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    hist = spark.sql("SELECT value, count(*) FROM counts GROUP BY value ORDER BY value").collect()
+    grouped = time.perf_counter() - t0
+    print(f"app.table(): {made * 1000:.0f} ms ({table.rdd.getNumPartitions()} Spark partitions); "
+          f"SQL count/sum/max over {row['keys']:,} keys: {sql:.2f}s (total {row['total']:,}, top {row['top']}); "
+          f"GROUP BY value: {grouped:.2f}s ({len(hist)} groups)")
+    assert row["keys"] == args.keys
 
 
 def main() -> None:
@@ -90,7 +142,12 @@ def main() -> None:
     parser.add_argument("--keep-alive", action="store_true", help="one connection per HTTP client")
     parser.add_argument("--client", choices=("http.client", "raw"), default="http.client",
                         help="raw: a socket and httptools' parser (less client CPU)")
+    query_http_bench.add_rate_argument(parser)
+    query_http_bench.add_switch_interval_argument(parser)
+    parser.add_argument("--http-only", action="store_true", help="only the HTTP clients (no driver lookups, "
+                        "scans, tables)")
     args = parser.parse_args()
+    query_http_bench.set_switch_interval(args)
     work = tempfile.mkdtemp(prefix="query-bench-")
     bootstrap = f"local://{work}/log"
     backend = open_backend(bootstrap)
@@ -129,48 +186,15 @@ def main() -> None:
         feeder = threading.Thread(target=feed, daemon=True)
         feeder.start()
         versions_before = app._interactive().replicas.applied_versions
-        rng = random.Random(2)
-        latencies = []
-        t0 = time.perf_counter()
-        for _ in range(args.lookups):
-            k = key(rng.randrange(args.keys))
-            t = time.perf_counter()
-            value = view.get(k)
-            latencies.append((time.perf_counter() - t) * 1000)
-            assert value is not None and value >= 1
-        lookup_seconds = time.perf_counter() - t0
-        ms = [round(percentile(latencies, q), 3) for q in (50, 99)]
-        print(f"point lookups: {args.lookups} in {lookup_seconds:.1f}s ({args.lookups / lookup_seconds:,.0f}/s); "
-              f"p50 {ms[0]} ms, p99 {ms[1]} ms, max {max(latencies):.1f} ms")
-
-        scanned, t0 = 0, time.perf_counter()
-        for _ in range(200):
-            lo = rng.randrange(args.keys - 1000)
-            scanned += sum(1 for _ in view.range(key(lo), key(lo + 999)))
-        seconds = time.perf_counter() - t0
-        print(f"range scans of 1000 keys: {200 / seconds:,.0f} scans/s, {scanned / seconds:,.0f} keys/s")
-        t0 = time.perf_counter()
-        total = sum(1 for _ in view.all())
-        seconds = time.perf_counter() - t0
-        print(f"full scan: {total:,} keys in {seconds:.2f}s ({total / seconds:,.0f} keys/s)")
+        if not args.http_only:
+            driver_reads(view, args)
         if args.clients:
             concurrent_lookups(app._interactive().server.address[1], args)
         print(f"batches applied by the query replicas meanwhile: "
               f"{app._interactive().replicas.applied_versions - versions_before}; updates fed: {fed[0]:,}")
 
-        t0 = time.perf_counter()
-        table = app.table("counts")
-        made = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        row = spark.sql("SELECT count(*) AS keys, sum(value) AS total, max(value) AS top FROM counts").first()
-        sql = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        hist = spark.sql("SELECT value, count(*) FROM counts GROUP BY value ORDER BY value").collect()
-        grouped = time.perf_counter() - t0
-        print(f"app.table(): {made * 1000:.0f} ms ({table.rdd.getNumPartitions()} Spark partitions); "
-              f"SQL count/sum/max over {row['keys']:,} keys: {sql:.2f}s (total {row['total']:,}, top {row['top']}); "
-              f"GROUP BY value: {grouped:.2f}s ({len(hist)} groups)")
-        assert row["keys"] == args.keys
+        if not args.http_only:
+            tables(app, spark, args)
         stop.set()
         feeder.join()
     finally:

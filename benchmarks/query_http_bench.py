@@ -10,6 +10,13 @@ point lookups (``--kind get``) or pages of ``--page`` entries (``--kind page``),
 connection per request or one kept-alive connection per client (``--keep-alive``),
 with Python's ``http.client`` or (``--client raw``) a socket and ``httptools``' response
 parser, several times less CPU per request than ``http.client``, the same requests.
+That is a closed loop: the clients send as fast as they are answered, so on a machine
+with few cores the latency is mostly the clients' and the server's CPU per request
+times the clients' number. ``--rate R`` makes it an open loop instead (as ``wrk2``):
+the clients send ``R`` requests/s together on a fixed schedule, and a request's latency
+counts from when it was due to be sent, so an answer that came late delays the next
+sends and is counted, not hidden (coordinated omission); the service time (from the
+actual send) is reported beside it.
 
 Reported: p50/p99/max latency, and CPU time per request measured apart for the
 server's threads (the HTTP threads, read from ``/proc``), the whole server process (the
@@ -20,7 +27,8 @@ needs, so compare the server's CPU per request between trees, not only latencies
 
     .venv/bin/python benchmarks/query_http_bench.py [--keys 100000] [--clients 50]
         [--requests 20] [--client-procs 2] [--kind get|page] [--keep-alive]
-        [--client http.client|raw] [--profile F]
+        [--client http.client|raw] [--rate R [R ...]] [--switch-interval S]
+        [--profile F]
 """
 from __future__ import annotations
 
@@ -149,11 +157,20 @@ class RawConnection:
 
 
 def clients(port: int, keys: int, n: int, requests: int, kind: str, page: int, keep_alive: bool,
-            raw: bool, seed: int, ready, go, out) -> None:
+            raw: bool, seed: int, ready, go, out, schedule=None) -> None:
     """In a child process: ``n`` client threads, started together when ``go`` is set;
-    puts ``(latencies ms, failures, CPU seconds of this process)`` on ``out``."""
+    puts ``(latencies ms, service times ms, failures, CPU seconds of this process, (first
+    send, last answer))`` on ``out``. Closed loop (``schedule`` ``None``): each client
+    sends its next request as soon as it has its answer. Open loop (``schedule``
+    ``(start, interval, offsets)``, ``start`` a shared value on ``time.monotonic()``'s
+    clock, which every process shares): client ``i`` sends its ``k``-th request at
+    ``start + (offsets[i] + k) * interval`` or, if an answer came later than that, at
+    once; latency counts from the scheduled time (wrk2's correction of coordinated
+    omission), service time from the send."""
     latencies: list[float] = []
+    services: list[float] = []
     failures: list[str] = []
+    span = [float("inf"), 0.0]   # the first send, the last answer
 
     def path(rng: random.Random) -> str:
         k = key(rng.randrange(keys))
@@ -163,8 +180,17 @@ def clients(port: int, keys: int, n: int, requests: int, kind: str, page: int, k
         rng = random.Random(seed * 1000 + i)
         conn = None
         go.wait()
+        if schedule is not None:
+            start, interval, offsets = schedule
+            due = start.value + offsets[i] * interval   # set before ``go``
         for _ in range(requests):
-            t = time.perf_counter()
+            if schedule is not None:
+                wait = due - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                scheduled = due
+                due += interval
+            t = time.monotonic()
             try:
                 if raw:
                     conn = conn or RawConnection(port)
@@ -183,7 +209,10 @@ def clients(port: int, keys: int, n: int, requests: int, kind: str, page: int, k
             except OSError as exc:
                 failures.append(type(exc).__name__)
                 conn = None
-            latencies.append((time.perf_counter() - t) * 1000)
+            done = time.monotonic()
+            span[0], span[1] = min(span[0], t), max(span[1], done)
+            services.append((done - t) * 1000)
+            latencies.append((done - (t if schedule is None else scheduled)) * 1000)
         if conn is not None:
             conn.close()
 
@@ -194,28 +223,74 @@ def clients(port: int, keys: int, n: int, requests: int, kind: str, page: int, k
     ready.put(True)
     for thread in threads:
         thread.join()
-    out.put((latencies, failures, process_cpu_seconds() - cpu))
+    out.put((latencies, services, failures, process_cpu_seconds() - cpu, span))
 
 
-def run_clients(port: int, args: argparse.Namespace) -> tuple[list[float], list[str], float]:
-    """The clients in ``args.client_procs`` processes; their latencies, failures and CPU."""
+def run_clients(port: int, args: argparse.Namespace) -> tuple[list[float], list[float], list[str], float, float]:
+    """The clients in ``args.client_procs`` processes; their latencies, service times,
+    failures, CPU and the seconds from the first send to the last answer. With
+    ``args.rate`` (requests/s of all clients together) an open loop: the clients' sends
+    are spread evenly over each ``args.clients / args.rate`` seconds, starting 0.5 s
+    after every process is ready."""
     context = multiprocessing.get_context("spawn")
     ready, out, go = context.Queue(), context.Queue(), context.Event()
     per = [args.clients // args.client_procs + (i < args.clients % args.client_procs)
            for i in range(args.client_procs)]
-    procs = [context.Process(target=clients, args=(port, args.keys, n, args.requests, args.kind, args.page,
-                                                   args.keep_alive, getattr(args, "client", "") == "raw", i,
-                                                   ready, go, out))
+    rate = getattr(args, "rate", None)
+    start = context.Value("d", 0.0)
+    # client j of all (j = first + i in its process) sends at start + j / rate + k * interval
+    firsts = [sum(per[:i]) for i in range(len(per))]
+    procs = [context.Process(target=_scheduled_clients,
+                             args=(port, args, n, i, ready, go, out, start,
+                                   None if not rate else (args.clients / rate, firsts[i], args.clients)))
              for i, n in enumerate(per) if n]
     for proc in procs:
         proc.start()
     for _ in procs:
         ready.get()
+    start.value = time.monotonic() + 0.5
     go.set()
     results = [out.get() for _ in procs]
     for proc in procs:
         proc.join()
-    return ([x for r in results for x in r[0]], [x for r in results for x in r[1]], sum(r[2] for r in results))
+    return ([x for r in results for x in r[0]], [x for r in results for x in r[1]],
+            [x for r in results for x in r[2]], sum(r[3] for r in results),
+            max(r[4][1] for r in results) - min(r[4][0] for r in results))
+
+
+def _scheduled_clients(port: int, args: argparse.Namespace, n: int, seed: int, ready, go, out, start,
+                       plan) -> None:
+    """:func:`clients` in a child process; ``plan`` ``(interval, first, all)`` for an open loop."""
+    schedule = None
+    if plan is not None:
+        interval, first, total = plan
+        schedule = (start, interval, [(first + i) / total for i in range(n)])
+    clients(port, args.keys, n, args.requests, args.kind, args.page, args.keep_alive,
+            getattr(args, "client", "") == "raw", seed, ready, go, out, schedule)
+
+
+class StallProbe:
+    """A thread of the server's process that sleeps 1 ms at a time and notes how late it
+    wakes: the process's own stalls (the GIL held elsewhere, or no core) while clients run."""
+
+    def __init__(self) -> None:
+        self.late: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="stall-probe", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            t = time.monotonic()
+            time.sleep(0.001)
+            self.late.append((time.monotonic() - t - 0.001) * 1000)
+
+    def stop(self) -> str:
+        self._stop.set()
+        self._thread.join()
+        late = self.late or [0.0]
+        return (f"the process's 1 ms sleeps woke late by p99 {float(np.percentile(late, 99)):.1f} ms, "
+                f"max {max(late):.1f} ms, {sum(x > 10 for x in late)} times over 10 ms")
 
 
 def measure(port: int, args: argparse.Namespace, note: str) -> str:
@@ -225,24 +300,56 @@ def measure(port: int, args: argparse.Namespace, note: str) -> str:
     load = os.getloadavg()[0]
     accept_cpu, server_cpu = thread_cpu_seconds("streamlib-http-accept"), thread_cpu_seconds("streamlib-http")
     kernel_cpu = thread_cpu_seconds("streamlib-http", kernel=True)
-    process_cpu, t0 = process_cpu_seconds(), time.perf_counter()
-    latencies, failures, client_cpu = run_clients(port, args)
-    seconds = time.perf_counter() - t0
+    process_cpu = process_cpu_seconds()
+    probe = StallProbe()
+    latencies, services, failures, client_cpu, seconds = run_clients(port, args)
+    stalls = probe.stop()
     server_cpu = thread_cpu_seconds("streamlib-http") - server_cpu
     accept_cpu = thread_cpu_seconds("streamlib-http-accept") - accept_cpu
     kernel_cpu = thread_cpu_seconds("streamlib-http", kernel=True) - kernel_cpu
     process_cpu = process_cpu_seconds() - process_cpu
     n = len(latencies)
     p50, p99 = (float(np.percentile(latencies, q)) for q in (50, 99))
-    return (f"{args.kind} x {n} ({args.clients} clients in {args.client_procs} processes, "
+    rate = getattr(args, "rate", None)
+    if rate:
+        s50, s99 = (float(np.percentile(services, q)) for q in (50, 99))
+        loop = (f"open loop at {rate:,.0f}/s, latency from the scheduled send; "
+                f"service time from the send p50 {s50:.2f} ms, p99 {s99:.2f} ms; ")
+    else:
+        loop = "closed loop; "
+    return (f"{args.kind} x {n} ({args.clients} clients in {args.client_procs} processes, {loop}"
             f"{'kept-alive' if args.keep_alive else 'a new connection each'}, "
             f"{getattr(args, 'client', 'http.client')} clients, {args.keys:,} keys, "
             f"{note}): p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {max(latencies):.1f} ms, "
             f"{n / seconds:,.0f}/s; errors {len(failures)} {sorted(set(failures))}; "
             f"CPU per request: server threads {server_cpu / n * 1000:.3f} ms (the accepting thread "
             f"{accept_cpu / n * 1000:.3f}, in the kernel {kernel_cpu / n * 1000:.3f}), server process "
-            f"{process_cpu / n * 1000:.3f} ms, clients {client_cpu / n * 1000:.3f} ms; "
+            f"{process_cpu / n * 1000:.3f} ms, clients {client_cpu / n * 1000:.3f} ms; {stalls}; "
             f"load {load:.2f} -> {os.getloadavg()[0]:.2f}")
+
+
+def add_rate_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rate", type=float, nargs="+", default=[0.0],
+                        help="open loop: requests/s of all clients together, each client's sent on a "
+                        "schedule, latency counted from the scheduled time (wrk2); 0 (the default): closed "
+                        "loop, each client's next request once it has its answer; several: one after another")
+
+
+def add_switch_interval_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--switch-interval", type=float,
+                        help="sys.setswitchinterval() in the application's process, seconds (Python's "
+                        "default 0.005: how long a thread waits for the GIL a busy thread holds)")
+
+
+def set_switch_interval(args: argparse.Namespace) -> None:
+    if args.switch_interval:
+        sys.setswitchinterval(args.switch_interval)
+        print(f"switch interval {sys.getswitchinterval() * 1000:g} ms", flush=True)
+
+
+def each_rate(args: argparse.Namespace) -> list[argparse.Namespace]:
+    """``args`` once per ``--rate`` given, each with that one rate."""
+    return [argparse.Namespace(**{**vars(args), "rate": rate}) for rate in args.rate]
 
 
 def profiled_workers(stats: list) -> None:
@@ -270,9 +377,12 @@ def main() -> None:
     parser.add_argument("--keep-alive", action="store_true", help="one connection per client")
     parser.add_argument("--client", choices=("http.client", "raw"), default="http.client",
                         help="raw: a socket and httptools' parser (less client CPU)")
+    add_rate_argument(parser)
+    add_switch_interval_argument(parser)
     parser.add_argument("--threads", type=int, default=8, help="application_server_threads")
     parser.add_argument("--profile", help="write the HTTP threads' cProfile stats here")
     args = parser.parse_args()
+    set_switch_interval(args)
     profiles: list = []
     if args.profile:
         profiled_workers(profiles)
@@ -290,7 +400,8 @@ def main() -> None:
 
         feeder = threading.Thread(target=feed, name="feeder", daemon=True)
         feeder.start()
-        print(measure(store.queries.server.address[1], args, f"{store.batch} batches"))
+        for one in each_rate(args):
+            print(measure(store.queries.server.address[1], one, f"{store.batch} batches"), flush=True)
     finally:
         stop.set()
         store.queries.close()

@@ -173,14 +173,29 @@ class QueryServer:
         key = self._key(parts[2], self._key_serde(store))
         return self._json(KEY_ROUTES[store.kind](self, store, key, parts[2], query, budget), budget)
 
-    def is_point_lookup(self, request: Any) -> bool:
-        """Whether ``request`` is a GET of one key of a key-value store with a changelog
-        (one read of one key: little work), by its target alone."""
+    def point_lookup(self, request: Any) -> Optional[tuple[Any, str]]:
+        """``(store, key as in the URL)`` when ``request`` is a GET of one key of a
+        queryable key-value store with a changelog (one read of one key: little work),
+        by its target alone; else ``None``. :meth:`lookup` answers it as :meth:`respond`
+        would, without taking the URL apart again."""
         parts = request.target.split("/")
-        if request.method != b"GET" or len(parts) != 4 or parts[1] != "stores" or not parts[3] or "?" in parts[3]:
-            return False
+        if (request.method != b"GET" or len(parts) != 4 or parts[0] or parts[1] != "stores" or not parts[3]
+                or "?" in parts[3] or "#" in parts[3]):
+            return None
         store = self.queries.topology.stores.get(unquote(parts[2]))
-        return store is not None and store.kind is StoreKind.KV and store.logging
+        if store is None or store.kind is not StoreKind.KV or not store.logging or not store.queryable:
+            return None
+        return store, parts[3]
+
+    def lookup(self, store: Any, text: str, authorization: Optional[str]) -> tuple[int, str, bytes, dict]:
+        """:meth:`respond` to a GET of ``text``, a key of ``store`` as :meth:`point_lookup` found them."""
+        return self._answer(self._lookup, store, text, authorization)
+
+    def _lookup(self, store: Any, text: str, authorization: Optional[str]) -> tuple[int, str, bytes]:
+        self._authorize(authorization)
+        text = unquote(text)
+        budget = Budget(self._max_bytes, self._seconds)
+        return self._json(_get_key(self, store, self._key(text, self._key_serde(store)), text, {}, budget), budget)
 
     def _authorize(self, authorization: Optional[str]) -> None:
         if self._token is None:
@@ -265,16 +280,21 @@ class QueryServer:
 
     def respond(self, path: str, authorization: Optional[str]) -> tuple[int, str, bytes, dict]:
         """:meth:`handle`, with errors as JSON answers; counted and timed."""
+        return self._answer(self.handle, path, authorization)
+
+    def _answer(self, handler: Callable[..., tuple[int, str, bytes]], *args: Any) -> tuple[int, str, bytes, dict]:
+        """``handler(*args)`` (the path, or the store and key, first), with errors as
+        JSON answers; counted and timed."""
         started = time.perf_counter()
         headers: dict[str, str] = {}
         try:
-            status, kind, body = self.handle(path, authorization)
+            status, kind, body = handler(*args)
         except HttpError as exc:
             status, kind, body, headers = exc.status, _JSON, _error(exc), exc.headers
         except NotYetQueryable as exc:
             status, kind, body, headers = 503, _JSON, _error(exc), {"Retry-After": "1"}
         except Exception as exc:   # a query bug must not kill the endpoint
-            log.exception("query endpoint failed on %s", path)
+            log.exception("query endpoint failed on %s", args[0] if isinstance(args[0], str) else args[:2])
             status, kind, body = 500, _JSON, _error(exc)
         self.metrics.request_done(status, time.perf_counter() - started)
         return status, kind, body, headers
@@ -371,10 +391,11 @@ def _quick(server: QueryServer) -> Callable[[Any], bool]:
             if not reader.requests:
                 return not reader.started
             request = reader.requests[0]
-            if not server.is_point_lookup(request):
+            route = server.point_lookup(request)
+            if route is None:
                 return False
             reader.requests.popleft()
-            status, kind, body, headers = server.respond(request.target, request.authorization)
+            status, kind, body, headers = server.lookup(*route, request.authorization)
             conn.keep_alive = request.keep_alive
             _logged(conn, request, status)
             if not conn.send_now(response(status, kind, body, headers, not request.keep_alive)):

@@ -25,6 +25,7 @@ import select
 import selectors
 import socket
 import ssl
+import sys
 import threading
 import time
 from typing import Any, Callable, Optional
@@ -51,6 +52,9 @@ REJECT_QUEUE = 256
 #: what a client that hung up mid-request raises
 DISCONNECTS = (ConnectionError, TimeoutError, ssl.SSLError, OSError)
 _PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
+#: Linux's accepted sockets take the listener's ``TCP_NODELAY``: one system call less
+#: per connection
+_NODELAY_INHERITED = sys.platform.startswith("linux")
 
 
 class Connection:
@@ -81,7 +85,8 @@ class Connection:
         """Before its first request: blocking with a timeout, no Nagle delay, TLS."""
         self.opened = True
         self.sock.settimeout(timeout)   # blocking, with a timeout
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if not _NODELAY_INHERITED:
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if tls is not None:
             self.sock = tls.wrap_socket(self.sock, server_side=True)
 
@@ -99,7 +104,8 @@ class Connection:
         took only part, the rest is :attr:`pending` for a worker."""
         if not self.answered:
             self.answered = True
-            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if not _NODELAY_INHERITED:
+                self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             sent = self.sock.send(data, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
@@ -224,10 +230,10 @@ class PooledServer:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._listener = socket.create_server((host, port), family=family, backlog=BACKLOG)
         self._listener.setblocking(False)
+        self._listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # see _NODELAY_INHERITED
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._poller = _Epoll() if hasattr(select, "epoll") else _Selector()
-        self._poller.watch(self._listener.fileno())
         self._poller.watch(self._wake_r.fileno())
         #: connections waiting for a request, by file descriptor (workers add the ones
         #: they re-arm; the selector thread takes them out)
@@ -236,17 +242,28 @@ class PooledServer:
         #: kept-alive connections the workers hand back to the selector thread (when
         #: the poller cannot re-arm them from a worker)
         self._returned: queue.SimpleQueue = queue.SimpleQueue()
-        # Only the selector thread puts, so ``qsize()`` bounds the queues; a SimpleQueue
-        # hands a connection over in C, a Queue in Python under its own locks.
+        # A SimpleQueue hands a connection over in C, a Queue in Python under its own
+        # locks; the polling threads put under ``_dispatching`` so that ``qsize()`` bounds
+        # the queues (several polling threads checking at once overran the bound).
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._max_jobs = threads * QUEUE_PER_THREAD
         self._rejects: queue.SimpleQueue = queue.SimpleQueue()
+        self._dispatching = threading.Lock()
         self._running = False
         # With a ``quick`` handler on epoll, several threads poll (each reported event
         # goes to one of them): the answers made there get more of the GIL's turns
         # beside the application's own threads than one thread would.
         pollers = min(QUICK_POLLERS, threads) if self._quick is not None and isinstance(self._poller, _Epoll) else 1
         self._most = 1 if pollers > 1 else -1
+        # With several, the listener reports once (one-shot), to one polling thread, which
+        # accepts one connection and then re-arms it (:meth:`_accept_one`): level-triggered,
+        # each new connection woke every polling thread in turn, and all but one found
+        # nothing to accept (each wake a thread switch and a turn of the GIL).
+        self._accept_one_by_one = pollers > 1
+        if self._accept_one_by_one:
+            self._poller.add(self._listener.fileno())
+        else:
+            self._poller.watch(self._listener.fileno())
         self._threads = [threading.Thread(target=self._accept, name="streamlib-http-accept" + (f"-{i}" if i else ""),
                                           daemon=True) for i in range(pollers)]
         self._threads += [threading.Thread(target=self._work, args=(self._jobs, False),
@@ -292,16 +309,25 @@ class PooledServer:
         listener, wake = self._listener.fileno(), self._wake_r.fileno()
         while self._running:
             for fd in self._poller.poll(1.0, self._most):
-                if fd == listener:
-                    self._accept_all()
-                elif fd == wake:
-                    self._drain_wake()
-                else:   # a request (or a hang-up) arrived
-                    conn = self._waiting.pop(fd, None)
-                    if conn is not None:   # not closed as idle meanwhile
-                        self._ready(conn)
+                try:
+                    self._reported(fd, listener, wake)
+                except Exception:   # a bug must not end a polling thread
+                    log.exception("query endpoint: polling failed")
             if time.monotonic() >= self._next_idle_check:
                 self._close_idle()
+
+    def _reported(self, fd: int, listener: int, wake: int) -> None:
+        if fd == listener:
+            if self._accept_one_by_one:
+                self._accept_one()
+            else:
+                self._accept_all()
+        elif fd == wake:
+            self._drain_wake()
+        else:   # a request (or a hang-up) arrived
+            conn = self._waiting.pop(fd, None)
+            if conn is not None:   # not closed as idle meanwhile
+                self._ready(conn)
 
     def _accept_all(self) -> None:
         """Accepts the connections waiting, :data:`ACCEPTS_PER_ROUND` at most: clients that
@@ -330,6 +356,30 @@ class PooledServer:
             else:
                 conn.close()
 
+    def _accept_one(self) -> None:
+        """One connection, its request answered if it is here (:meth:`_ready`), then the
+        listener re-armed for the next one (any polling thread may take it). Re-armed
+        after, not before: a system call lets the GIL go, and while the application's
+        threads keep busy, getting it back can take a switch interval (5 ms); the calls
+        between a request's arrival and its answer are the ones its latency pays for."""
+        try:
+            sock, address = self._listener.accept()
+        except (BlockingIOError, InterruptedError):
+            sock = None
+        except OSError as exc:   # e.g. out of file descriptors: serve the rest, retry soon
+            log.warning("query endpoint: accept failed: %s", exc)
+            time.sleep(0.1)
+            sock = None
+        try:
+            if sock is not None:
+                self._ready(Connection(sock, address))
+        finally:
+            try:
+                self._poller.rearm(self._listener.fileno(), True)
+            except (OSError, ValueError):   # stopped meanwhile: the listener is closed
+                if self._running:
+                    raise
+
     def _drain_wake(self) -> None:
         if not self._running:   # left readable: every polling thread sees it and stops
             return
@@ -350,12 +400,16 @@ class PooledServer:
             return True
         conn.deadline = time.monotonic() + IDLE_SECONDS
         self._waiting[conn.fd] = conn
+        # Marked polled before the call: once armed, another polling thread may take the
+        # connection while this one waits for the GIL, and re-arm it (adding it again
+        # failed with EEXIST and ended that polling thread).
+        polled, conn.polled = conn.polled, True
         if not rearm:
             self._poller.add(conn.fd)
-        elif not self._poller.rearm(conn.fd, conn.polled):
+        elif not self._poller.rearm(conn.fd, polled):
             del self._waiting[conn.fd]
+            conn.polled = polled
             return False
-        conn.polled = True
         return True
 
     def _ready(self, conn: Connection) -> None:
@@ -403,13 +457,18 @@ class PooledServer:
             return False
 
     def _dispatch(self, conn: Connection) -> None:
-        if self._jobs.qsize() < self._max_jobs:
-            self._jobs.put(conn)
-        elif self._rejects.qsize() < REJECT_QUEUE:
-            self._rejects.put(conn)
-        else:
-            self._on_rejected("busy")
-            conn.close()
+        """To a worker, or to be told 503 when :attr:`_max_jobs` wait, or closed when
+        :data:`REJECT_QUEUE` wait for that too (checked and put as one step: every
+        polling thread dispatches)."""
+        with self._dispatching:
+            if self._jobs.qsize() < self._max_jobs:
+                self._jobs.put(conn)
+                return
+            if self._rejects.qsize() < REJECT_QUEUE:
+                self._rejects.put(conn)
+                return
+        self._on_rejected("busy")
+        conn.close()
 
     def _close_idle(self) -> None:
         now = time.monotonic()
