@@ -39,6 +39,9 @@ class Outcome:
     metrics: dict[str, Any] = field(default_factory=dict)
     #: under Spark: the plan rules that applied (streamlib.spark.rules)
     rules: tuple[str, ...] = ()
+    #: under Spark: passes whose stateful stage ran in the source's read task
+    #: (rules/small_batch_reader.py)
+    reader_passes: int = 0
 
     def per_key(self, topic: str) -> dict[Any, list[tuple]]:
         """Each key's updates (value, timestamp) in the order they were written."""
@@ -109,7 +112,7 @@ def run_spark(spark: Any, workspace: Workspace, topology: Topology, inputs: list
                   if topology.stores[name].queryable}
         written = {topic: workspace.read(topic, *serdes, with_partition=True)
                    for topic, serdes in outputs.items()}
-        return Outcome(stores, written, app.metrics(), app._plan.physical.applied)
+        return Outcome(stores, written, app.metrics(), app._plan.physical.applied, app._plan.passes_in_reader)
     finally:
         app.stop()
 

@@ -17,3 +17,12 @@ def data_pass(spark_batch: int) -> int:
 def time_pass(spark_batch: int) -> int:
     """The internal batch of its pass without records (the last of the micro-batch)."""
     return 2 * spark_batch + 1
+
+
+def is_data_pass(internal_batch: int) -> bool:
+    """Whether an internal batch is a micro-batch's pass with its records.
+
+    >>> is_data_pass(data_pass(3)), is_data_pass(time_pass(3))
+    (True, False)
+    """
+    return internal_batch % 2 == 0

@@ -123,6 +123,23 @@ def batch_start(start: Mapping[str, Any], end: Mapping[str, Any]) -> Offsets:
     return out
 
 
+def batch_records(start: Optional[Mapping[str, Any]], end: Optional[Mapping[str, Any]]) -> Optional[int]:
+    """How many records the batch ``(start, end]`` reads, as the source plans its ranges
+    (from :func:`batch_start`; a partition whose start is past its end reads none); None
+    if ``end`` is not known.
+
+    >>> batch_records({"t": {"0": 1000}}, {"t": {"0": 905, "1": 3}, "@from": {"t": {"0": 900}}})
+    8
+    >>> batch_records(None, {"t": {"0": 4}, "@epochs": {"t": {"0": 2}}})
+    4
+    """
+    if end is None:
+        return None
+    begin = batch_start(start or {}, end)
+    return sum(max(0, offset - begin.get(topic, {}).get(partition, 0))
+               for topic, parts in plain(end).items() for partition, offset in parts.items())
+
+
 def restamped(stamped_offsets: Mapping[str, Any], offsets: Offsets) -> dict:
     """``offsets`` with the epochs of ``stamped_offsets`` (not its start-over points:
     they belong to the batch that ends there, now planned)."""

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.storagelevel import StorageLevel
 
 from streamlib.config import StreamsConfig
+from streamlib.runtime.batches import is_data_pass
 from streamlib.spark import internals, pickled
 from streamlib.spark.arrow import COMBINED_DDL, HEADERS_DDL, SOURCE_COLUMNS, SOURCE_DDL
 from streamlib.spark.columns import apply_chain, repartition_rows, without_columns
@@ -31,10 +32,11 @@ from streamlib.spark.exprs import by_key, once, selected
 from streamlib.spark.hashing import hash_partition
 from streamlib.spark.plan import (EXCLUDED_RULES_CONF, PlanContext, PlannedStage, Runner, plan_batch,
                                   user_sources)
-from streamlib.spark.placement import StickyPlacement
+from streamlib.spark.placement import StickyPlacement, is_cluster
 from streamlib.spark.plan_template import PlanTemplate
-from streamlib.spark.tasks import (BATCH_PROPERTY, TASK_PARTITION, TICK_TOPIC, StagePlan, merge_metrics,
-                                   reader_stage_function, stage_function)
+from streamlib.spark.tasks import (BATCH_PROPERTY, READER_RUNS_PROPERTY, TASK_PARTITION, TICK_TOPIC, StagePlan,
+                                   merge_metrics, reader_stage_function, small_batch_reader_function,
+                                   stage_function)
 from streamlib.spark.undecodable import SkippedCount, handle_undecodable, split_undecodable
 from streamlib.topics.spec import BackendSpec
 from streamlib.topology import SubTopology, Topology
@@ -106,7 +108,8 @@ class BatchPlan:
         if excluded_rules is None:
             excluded_rules = spark.conf.get(EXCLUDED_RULES_CONF, "") or ""
         #: the physical plan (:mod:`streamlib.spark.plan`)
-        self.physical = plan_batch(PlanContext(topology, config, backend, self.num_partitions), excluded_rules)
+        self.physical = plan_batch(PlanContext(topology, config, backend, self.num_partitions, is_cluster(spark)),
+                                   excluded_rules)
         internal = frozenset(t for sub in topology.subtopologies for t in sub.repartition_inputs)
         executed = without_columns(topology, self.chains) if self.chains else topology
         # One plan per start of the application: its id keeps tasks from reusing stores
@@ -119,14 +122,20 @@ class BatchPlan:
         self.metrics = spark.sparkContext.accumulator({"tasks": {}}, _MetricsParam())
         #: the stage whose tasks the source's reader runs, if any (rules/reader_stage.py)
         self.reader_stage = next((s for s in self.stages if s.planned.runner is Runner.READER), None)
+        #: the stage a small batch runs in the source's read task, if any (rules/small_batch_reader.py)
+        self.small_batch_stage = next((s for s in self.stages if s.planned.in_reader_up_to), None)
+        #: the batch being built runs it there; how many passes have
+        self._in_reader = False
+        self.passes_in_reader = 0
         self._last_result: Optional[DataFrame] = None
         self.time_aware = self.physical.time_aware
         self._tick_keys: dict[int, list[bytes]] = {}
         #: partitions -> (the Java session it was made in, the tick frame)
         self._tick_frames: dict[int, tuple[Any, DataFrame]] = {}
         #: the first batch's plan, for the later ones (spark/plan_template.py), per number
-        #: of Spark tasks its shuffled stages run in (see ONE_TASK_RECORDS)
-        self._templates: dict[int, PlanTemplate] = {}
+        #: of Spark tasks its shuffled stages run in (see ONE_TASK_RECORDS) and whether the
+        #: small-batch stage runs in the reader
+        self._templates: dict[tuple[int, bool], PlanTemplate] = {}
         #: Spark tasks per shuffled stage in the batch being built
         self._slots = self.cores
         #: where stateful tasks run, on a cluster (spark/placement.py)
@@ -204,7 +213,12 @@ class BatchPlan:
         source.sparkSession.sparkContext.setLocalProperty(BATCH_PROPERTY, f"{batch_id}:{stream_time}")
         self._batch_id = batch_id
         self._slots = 1 if records is not None and records <= ONE_TASK_RECORDS else self.cores
-        template = self._templates.get(self._slots)
+        small = self.small_batch_stage
+        self._in_reader = (small is not None and is_data_pass(batch_id) and records is not None
+                           and 0 < records <= small.planned.in_reader_up_to)
+        source.sparkSession.sparkContext.setLocalProperty(READER_RUNS_PROPERTY,
+                                                          str(small.sub.id) if self._in_reader else "")
+        template = self._templates.get((self._slots, self._in_reader))
         if template is not None:
             try:
                 result = template.instantiate(source)
@@ -223,7 +237,7 @@ class BatchPlan:
         if self._reuse_plans and not self._undecodable:
             captured = PlanTemplate.capture(result, source)
             if captured is not None:
-                self._templates[self._slots] = captured
+                self._templates[(self._slots, self._in_reader)] = captured
         return result
 
     def _build_plan(self, source: DataFrame) -> DataFrame:
@@ -242,7 +256,7 @@ class BatchPlan:
                         tagged = repartition_rows(rows, topic)
                         outputs[topic] = outputs[topic].unionByName(tagged) if topic in outputs else tagged
                 continue
-            if stage is self.reader_stage:
+            if stage is self.reader_stage or (self._in_reader and stage is self.small_batch_stage):
                 # Its tasks ran in the source's reader: the source's rows are their output.
                 out = source if stage.plan.combined_topics else _source_columns(source)
             else:
@@ -308,10 +322,13 @@ class BatchPlan:
 
     def reader_stage_option(self) -> Optional[str]:
         """The source's ``readerStage`` option (:mod:`streamlib.spark.source`): the
-        function of :meth:`_reader_stage`'s stage, reporting to this plan's metrics."""
-        if self.reader_stage is None:
-            return None
-        return pickled.encode(reader_stage_function(self.reader_stage.plan, self.metrics.add))
+        function of the reader stage, or of the stage small batches run in the reader,
+        reporting to this plan's metrics."""
+        if self.reader_stage is not None:
+            return pickled.encode(reader_stage_function(self.reader_stage.plan, self.metrics.add))
+        if self.small_batch_stage is not None:
+            return pickled.encode(small_batch_reader_function(self.small_batch_stage.plan, self.metrics.add))
+        return None
 
     def _run_stage(self, stage: Stage, rows: DataFrame) -> DataFrame:
         """``rows.mapInArrow(the stage's function)``, with the function's UDF made once.
@@ -342,8 +359,8 @@ class BatchPlan:
         # (the source reads the application's topics: all of them are these, often)
         rows = source if set(topics) == set(self.topology.source_topics()) else \
             source.where(once(("topic in", topics), lambda: F.col("topic").isin(list(topics))))
-        if self.window_counts and not set(topics) <= set(self.window_counts):
-            rows = _source_columns(rows)
+        if (self.window_counts and not set(topics) <= set(self.window_counts)) or self.small_batch_stage:
+            rows = _source_columns(rows)   # (without the reader's columns of other rows)
         return rows
 
     def _source_rows(self, source: DataFrame, node_name: str) -> DataFrame:
@@ -377,6 +394,7 @@ class BatchPlan:
             result = self.build(source, batch_id, stream_time, records)
             self._last_result = result
             result.collect()  # no rows: terminal stages only write to sinks
+            self.passes_in_reader += self._in_reader
             if self._skipped:
                 observed = internals.observed_metrics(result)
                 for placed in self._placed_inputs:   # planned apart from the result

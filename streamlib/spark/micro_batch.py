@@ -28,9 +28,10 @@ from collections import defaultdict
 from typing import Any, Callable, Optional
 
 from streamlib.processors.drops import add_drops
-from streamlib.progress import Progress, offset_count
+from streamlib.progress import Progress
 from streamlib.runtime.batches import data_pass, time_pass
 from streamlib.spark.changelog_positions import POSITIONS_PROPERTY, ChangelogPositions
+from streamlib.spark.log_epochs import batch_records
 from streamlib.spark.lower import BatchPlan
 from streamlib.spark.stream_time_log import StreamTimeLog, input_waiting, planned_end
 
@@ -88,7 +89,8 @@ class MicroBatches:
         started = time.perf_counter()
         before = self._start_of(batch_id)
         end = planned_end(self._checkpoint, batch_id)   # read once: the record count and the time pass
-        records = offset_count(planned_end(self._checkpoint, batch_id - 1) if batch_id > 0 else None, end)
+        # (as the source counts them: a small batch may run its stateful stage in its read task)
+        records = batch_records(planned_end(self._checkpoint, batch_id - 1) if batch_id > 0 else None, end)
         reports = self._pass(df, batch_id, data_pass(batch_id), -1, records)
         if self.plan.time_aware:
             behind = [m for m in reports.values()

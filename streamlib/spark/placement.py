@@ -139,7 +139,7 @@ _IGNORED_SAID: set[tuple[str, int]] = set()
 
 def wanted(spark: SparkSession) -> bool:
     """Whether ``spark`` runs tasks on several executors and placement is not switched off."""
-    if not _cluster(spark):
+    if not is_cluster(spark):
         return False
     return spark.conf.get(SWITCH_CONF, "on").lower() != "off"
 
@@ -171,7 +171,7 @@ class StickyPlacement:
             if standby_replicas and said not in _IGNORED_SAID:   # once per application, not per start
                 _IGNORED_SAID.add(said)
                 log.warning("streamlib: num_standby_replicas=%d ignored: %s", standby_replicas,
-                            "placement is off (spark.streamlib.placement)" if _cluster(spark) else
+                            "placement is off (spark.streamlib.placement)" if is_cluster(spark) else
                             f"{spark.sparkContext.master} runs every task in one executor, there is no "
                             f"other to keep a standby copy on")
             return None
@@ -291,6 +291,7 @@ def _sub_and_partition(task: str) -> tuple[int, int]:
     return int(sub_id), int(partition)
 
 
-def _cluster(spark: SparkSession) -> bool:
+def is_cluster(spark: SparkSession) -> bool:
+    """Whether ``spark`` may run tasks on several executors (not ``local[n]``)."""
     master = spark.sparkContext.master
     return not (master == "local" or master.startswith("local["))

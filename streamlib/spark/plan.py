@@ -78,6 +78,9 @@ class PlannedStage:
     #: that share a sub-topology): its tasks run in one Spark task, which hands these
     #: rows from task to task until none is left (spark/tasks.py, ``looping_stage_function``)
     loops: frozenset[str] = frozenset()
+    #: a batch of at most this many records runs its tasks in the source's one read task
+    #: instead (rules/small_batch_reader.py); 0: never
+    in_reader_up_to: int = 0
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,9 @@ class PlanContext:
     backend: Optional[BackendSpec]
     #: tasks of a stateful stage unless its source says otherwise
     num_partitions: int
+    #: tasks may run on several executors (not ``local[n]``): stateful ones where their
+    #: stores are (spark/placement.py)
+    cluster: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,8 @@ class PhysicalPlan:
             how = ("pre-aggregated" if stage.batch_input is not None or pre_aggregated
                    else "shuffled by key" if stage.shuffled else "as read")
             extra = f", combines {sorted(stage.combines)}" if stage.combines else ""
+            if stage.in_reader_up_to:
+                extra += f", in the reader for batches of up to {stage.in_reader_up_to:,} records"
             lines.append(f"  sub-topology {stage.sub.id}: {stage.partitions} tasks in {stage.runner.value}, "
                          f"input {how} ({stage.encoding.value}){extra}")
         return "\n".join(lines)

@@ -29,8 +29,10 @@ see above; not with the two before), ``backendConfig`` / ``consumerConfig`` /
 :mod:`streamlib.spark.window_counts`; it adds their columns to the schema);
 ``readerStage`` (internal, set by ``Streams`` for streaming reads: the function of the
 stateless stage that reads every topic of the source, which each read task then runs
-over its rows itself, see spark/rules/reader_stage.py; the reader's rows are that stage's output, with
-the columns of :data:`~streamlib.spark.arrow.COMBINED_DDL` added). A checkpoint
+over its rows itself, see spark/rules/reader_stage.py, or of a stateful stage it runs for small
+batches, see spark/rules/small_batch_reader.py; the reader's rows are that stage's output, or the
+rows as read where it does not run, with the columns of :data:`~streamlib.spark.arrow.COMBINED_DDL`
+added). A checkpoint
 offset beyond a partition's log end stops the query (:class:`OffsetOutOfRange`).
 The same format name writes to topics: see :mod:`streamlib.spark.sink`.
 """
@@ -237,6 +239,8 @@ class RangeGroup(InputPartition):
     ranges: tuple[TopicRange, ...]
     #: its place among its batch's input partitions (read by a reader stage)
     index: int = 0
+    #: how many input partitions its batch has (read by a reader stage)
+    tasks: int = 1
 
 
 def group_small_ranges(ranges: list[TopicRange], min_records: Optional[int]
@@ -326,7 +330,7 @@ def read_partition(options: SourceOptions, partition: TopicRange | RangeGroup,
     if options.reader_stage:
         stage = pickled.decode(options.reader_stage)
         records = (batch for part in ranges for batch in read_range(options.backend, part))
-        for batch in stage(records, partition.index):
+        for batch in stage(records, partition.index, partition.tasks):
             yield with_combined_columns(batch)
         return
     for part in ranges:
@@ -480,7 +484,8 @@ class TopicStreamReader(DataSourceStreamReader):
                                      self.options.min_records_per_partition)
         if self.options.reader_stage:
             # a reader stage's task partition is its read task's place in the plan
-            return [RangeGroup(p.ranges if isinstance(p, RangeGroup) else (p,), i) for i, p in enumerate(planned)]
+            return [RangeGroup(p.ranges if isinstance(p, RangeGroup) else (p,), i, len(planned))
+                    for i, p in enumerate(planned)]
         return planned
 
     def read(self, partition: TopicRange | RangeGroup) -> Iterator[pa.RecordBatch]:

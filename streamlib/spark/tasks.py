@@ -41,6 +41,10 @@ TASK_PARTITION = "task_partition"
 #: Spark local property the lowering sets before a batch's job: ``"<batch id>:<stream
 #: time>"``. One stage function, pickled once, then serves every batch.
 BATCH_PROPERTY = "streamlib.batch"
+#: Spark local property the lowering sets before a batch's job: the sub-topology whose
+#: tasks the source's read task runs in this job (a small batch:
+#: spark/rules/small_batch_reader.py), or empty.
+READER_RUNS_PROPERTY = "streamlib.readerRuns"
 #: Topic of the one row the lowering sends every time-aware task in every batch, so that
 #: a task whose partition got no records still runs (and closes its windows).
 TICK_TOPIC = "__streamlib_tick__"
@@ -81,36 +85,54 @@ def stage_function(plan: StagePlan, report: Callable[[dict], None]
         received = [b for b in batches if b.num_rows]
         if not received:  # no input, nothing to change: the stores stay as they are
             return
-        spark_task = TaskContext.get()
-        batch_id, stream_time = batch_of(spark_task.getLocalProperty(BATCH_PROPERTY))
+        batch_id, stream_time, sink_producer = batch_context(plan)
         table = pa.Table.from_batches(received)
-        # Spark's batches differ from STAGE_SCHEMA only in nullability and list field
-        # names, plus the columns a batch lowering added (spark/lowerings.py).
-        rows = table.select(STAGE_SCHEMA.names).cast(STAGE_SCHEMA)
-        for name in table.column_names:
-            if name not in STAGE_SCHEMA.names and name != TASK_PARTITION:
-                rows = rows.append_column(name, table.column(name))
-        # The query id is kept in the checkpoint: it names one run of the application
-        # across restarts, and a new one after a reset, when batch ids start from 0
-        # again while the output topics remain.
-        query_id = spark_task.getLocalProperty(QUERY_ID_PROPERTY)
-        sink_producer = f"{plan.config.application_id}/{query_id}"
+        rows = stage_rows(table)
         request_stores_early(plan, pc.unique(table.column(TASK_PARTITION)).to_pylist())
         if plan.loops:
             yield from run_looping_tasks(plan, batch_id, stream_time, split_by_task(rows, table.column(TASK_PARTITION)),
                                          sink_producer, report)
             return
-        # The batch's changelog and sink appends of every task this Spark task runs become
-        # durable together (one round of fsyncs per Spark task, not one per append or per
-        # task), before the Spark task ends: only then do its reports (accumulator
-        # updates) and its output rows count for Spark.
-        with plan.backend.open().group_commit():
-            for partition, task_rows in split_by_task(rows, table.column(TASK_PARTITION)):
-                output, metrics = run_task(plan, batch_id, partition, task_rows, sink_producer, stream_time)
-                report({"tasks": {task_id(plan.sub_id, partition): metrics}})
-                yield from output.to_batches()
+        yield from run_tasks(plan, batch_id, stream_time, split_by_task(rows, table.column(TASK_PARTITION)),
+                             sink_producer, report)
 
     return run
+
+
+def batch_context(plan: StagePlan) -> tuple[int, int, str]:
+    """In a Spark task of a batch's job: ``(batch id, stream time, sink producer)``."""
+    spark_task = TaskContext.get()
+    batch_id, stream_time = batch_of(spark_task.getLocalProperty(BATCH_PROPERTY))
+    # The query id is kept in the checkpoint: it names one run of the application
+    # across restarts, and a new one after a reset, when batch ids start from 0
+    # again while the output topics remain.
+    query_id = spark_task.getLocalProperty(QUERY_ID_PROPERTY)
+    return batch_id, stream_time, f"{plan.config.application_id}/{query_id}"
+
+
+def stage_rows(table: pa.Table) -> pa.Table:
+    """A stage's input rows as its tasks take them: Spark's batches differ from
+    STAGE_SCHEMA only in nullability and list field names, plus the columns a batch
+    lowering added (spark/lowerings.py)."""
+    rows = table.select(STAGE_SCHEMA.names).cast(STAGE_SCHEMA)
+    for name in table.column_names:
+        if name not in STAGE_SCHEMA.names and name != TASK_PARTITION:
+            rows = rows.append_column(name, table.column(name))
+    return rows
+
+
+def run_tasks(plan: StagePlan, batch_id: int, stream_time: int, task_rows: Iterator[tuple[int, pa.Table]],
+              sink_producer: str, report: Callable[[dict], None]) -> Iterator[pa.RecordBatch]:
+    """Run each task over its rows, one after the other; their output rows."""
+    # The batch's changelog and sink appends of every task this Spark task runs become
+    # durable together (one round of fsyncs per Spark task, not one per append or per
+    # task), before the Spark task ends: only then do its reports (accumulator
+    # updates) and its output rows count for Spark.
+    with plan.backend.open().group_commit():
+        for partition, rows in task_rows:
+            output, metrics = run_task(plan, batch_id, partition, rows, sink_producer, stream_time)
+            report({"tasks": {task_id(plan.sub_id, partition): metrics}})
+            yield from output.to_batches()
 
 
 def reader_stage_function(plan: StagePlan, report: Callable[[dict], None]
@@ -121,9 +143,43 @@ def reader_stage_function(plan: StagePlan, report: Callable[[dict], None]
     what ``spark_partition_id()`` gives the same stage under ``mapInArrow``."""
     run = stage_function(plan, report)
 
-    def read(batches: Iterator[pa.RecordBatch], index: int) -> Iterator[pa.RecordBatch]:
+    def read(batches: Iterator[pa.RecordBatch], index: int, tasks: int = 1) -> Iterator[pa.RecordBatch]:
         return run(batch.append_column(TASK_PARTITION, constant_int32(index, batch.num_rows))
                    for batch in batches)
+
+    return read
+
+
+def small_batch_reader_function(plan: StagePlan, report: Callable[[dict], None]
+                                ) -> Callable[[Iterator[pa.RecordBatch], int, int], Iterator[pa.RecordBatch]]:
+    """The source reader's function for a stateful stage that a small batch runs in its
+    read task (spark/rules/small_batch_reader.py). In a job whose
+    :data:`READER_RUNS_PROPERTY` names the stage, the read task, the batch's only one
+    (its third argument: the batch's read tasks), runs the stage's tasks over the rows it
+    has read, each task over the rows of its keys (Spark's hash: where the shuffle by key
+    would send them; every task orders its rows itself), and every task of a time-aware
+    stage (as its ticks would); in any other job it hands the rows on as read."""
+    sub = plan.topology.subtopologies[plan.sub_id]
+    time_aware = any(plan.topology.nodes[name].spec.time_aware for name in sub.nodes)
+
+    def read(batches: Iterator[pa.RecordBatch], index: int, tasks: int) -> Iterator[pa.RecordBatch]:
+        if TaskContext.get().getLocalProperty(READER_RUNS_PROPERTY) != str(plan.sub_id):
+            yield from batches   # the stage runs after the shuffle, under mapInArrow
+            return
+        if tasks != 1:   # (a task's rows would be split over several read tasks)
+            raise RuntimeError(f"sub-topology {plan.sub_id}'s tasks were to run in its batch's read task, "
+                               f"but the source read the batch in {tasks} tasks")
+        start_worker_task()
+        received = [b for b in batches if b.num_rows]
+        if not received:
+            return
+        batch_id, stream_time, sink_producer = batch_context(plan)
+        rows = stage_rows(pa.Table.from_batches(received))
+        targets = key_partitions(rows.column("key"), plan.num_partitions)
+        partitions = list(range(plan.num_partitions)) if time_aware else np.unique(targets).tolist()
+        request_stores_early(plan, partitions)
+        yield from run_tasks(plan, batch_id, stream_time,
+                             ((p, rows.filter(pa.array(targets == p))) for p in partitions), sink_producer, report)
 
     return read
 

@@ -12,7 +12,7 @@ from streamlib import (Consumed, EmitStrategy, Materialized, Produced, Serdes, S
                        Suppressed, TimeWindows)
 from streamlib.runtime.encoding import InputEncoding
 from streamlib.spark.plan import PlanContext, Runner, plain_plan, plan_batch
-from streamlib.spark.rules import RULES, rules_except
+from streamlib.spark.rules import RULES, rules_except, small_batch_reader
 from streamlib.topics.spec import BackendSpec
 
 from engine import wordcount_topology
@@ -151,3 +151,66 @@ def test_window_folds_stay_out_where_records_must_go_one_by_one(case):
         planned = plan(windowed_reduce(emit_final=True))
     assert "window_folds" not in planned.applied
     assert InputEncoding.WINDOW_FOLDS not in [s.encoding for s in planned.stages]
+
+
+def direct_count():
+    """The latency probe's topology: a count reading its topic itself."""
+    builder = StreamsBuilder()
+    (builder.stream("in", consumed=Consumed.with_(S, S)).group_by_key()
+     .count(materialized=Materialized.as_("c")).to_stream().to("out", produced=Produced.with_(S, L)))
+    return builder.build()
+
+
+@pytest.mark.parametrize("topology, config", [(direct_count, {}), (windowed_count, {"cache_max_bytes": 0})],
+                         ids=["count", "uncached-windowed-count"])
+def test_a_small_batch_runs_a_stateful_first_stage_in_the_reader(topology, config):
+    planned = plan(topology(), **config)
+    assert planned.applied[-1] == "small_batch_reader"
+    stage, = planned.stages
+    assert stage.runner is Runner.ARROW_MAP and stage.shuffled, "a bigger batch runs the plain plan"
+    assert stage.in_reader_up_to == small_batch_reader.IN_READER_RECORDS
+    assert "in the reader for batches of up to 1,000 records" in planned.describe()
+
+
+def test_the_small_batch_threshold_stays_within_one_read_task():
+    # The read task must hold the whole batch: the source reads batches of fewer records
+    # than READ_TOGETHER_RECORDS in one task.
+    from streamlib.app import READ_TOGETHER_RECORDS
+
+    assert small_batch_reader.IN_READER_RECORDS < READ_TOGETHER_RECORDS
+
+
+@pytest.mark.parametrize("case", ["cluster", "kafka", "stateless first stage", "behind a repartition",
+                                  "window counts", "two readers"])
+def test_the_small_batch_reader_exclusions(case):
+    backend, cluster, topology = LOCAL, False, direct_count()
+    if case == "cluster":   # on a cluster a stateful task runs where its stores are
+        cluster = True
+    elif case == "kafka":
+        backend = KAFKA
+    elif case == "stateless first stage":
+        topology = wordcount_topology()
+    elif case == "behind a repartition":
+        topology = windowed_count(suppress=True, regroup=True)
+    elif case == "window counts":   # the reader pre-aggregates them
+        topology = windowed_count()
+    else:
+        builder = StreamsBuilder()
+        builder.stream("a", consumed=Consumed.with_(S, S)).group_by_key().count()
+        builder.stream("b", consumed=Consumed.with_(S, S)).group_by_key().count()
+        topology = builder.build()
+    planned = plan_batch(PlanContext(topology, StreamsConfig(), backend, 2, cluster))
+    assert "small_batch_reader" not in planned.applied
+    assert not any(s.in_reader_up_to for s in planned.stages)
+
+
+def test_only_a_local_master_is_one_executor():
+    from types import SimpleNamespace
+
+    from streamlib.spark.placement import is_cluster
+
+    def session(master):
+        return SimpleNamespace(sparkContext=SimpleNamespace(master=master))
+
+    assert not is_cluster(session("local[2]")) and not is_cluster(session("local"))
+    assert is_cluster(session("local-cluster[2,1,1024]")) and is_cluster(session("spark://host:7077"))

@@ -17,7 +17,7 @@ import tempfile
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
@@ -27,6 +27,7 @@ from both_engines import Input, Outcome, assert_engines_agree, kafka_order, run_
 from engine import Workspace
 from streamlib import Consumed, Materialized, Produced, Serdes, StreamsBuilder, Suppressed, TimeWindows
 from streamlib.spark.plan import EXCLUDED_RULES_CONF
+from streamlib.spark.rules import small_batch_reader
 
 S, L = Serdes.string(), Serdes.long()
 PARTITIONS = 2
@@ -102,6 +103,23 @@ def regrouped_window_reduce(shape: dict, suppress: bool):
     return builder.build()
 
 
+def direct_aggregation(shape: Optional[dict], suppress: bool):
+    """The latency probe's shape, a stateful step that reads its topic itself: a cached
+    count per key or, with a window ``shape``, a cached windowed reduce, suppressed or
+    not (time-aware: every task runs in every batch)."""
+    builder = StreamsBuilder()
+    grouped = builder.stream("events", consumed=Consumed.with_(S, S)).group_by_key()
+    if shape is None:
+        grouped.count(materialized=Materialized.as_("counts")).to_stream().to("out", produced=Produced.with_(S, L))
+        return builder.build()
+    reduced = grouped.windowed_by(time_windows(shape)).reduce(trail, materialized=Materialized.as_("trails"))
+    if suppress:
+        reduced = reduced.suppress(Suppressed.until_window_closes())
+    (reduced.to_stream().map(lambda w, page: (f"{w.key}@{w.window.start}", page))
+     .to("out", produced=Produced.with_(S, S)))
+    return builder.build()
+
+
 def regrouped_window_count(shape: dict):
     """Clicks re-grouped by page (a Python step the reader runs) into a windowed count."""
     builder = StreamsBuilder()
@@ -121,7 +139,7 @@ def excluded_rules(spark, names: str):
 
 
 def check_rule(spark, rule: str, build: Callable, events: list[tuple], batch, build_for_driver=None,
-               outputs=OUTPUTS, against_driver: bool = True) -> None:
+               outputs=OUTPUTS, against_driver: bool = True) -> tuple[Outcome, Outcome, Outcome]:
     """Spark with every rule = Spark with none (two tasks per stage), and Spark with
     every rule in one task per stage = the driver (which, as Kafka's, runs one task: a
     task's stream time is the largest it has seen, so two tasks may drop different
@@ -144,6 +162,7 @@ def check_rule(spark, rule: str, build: Callable, events: list[tuple], batch, bu
     assert_same_drops(driver, one_task)
     assert_engines_agree(plain, with_rules, outputs)
     assert_same_drops(plain, with_rules)
+    return one_task, with_rules, plain
 
 
 def assert_same_drops(expected: Outcome, actual: Outcome) -> None:
@@ -208,3 +227,40 @@ def test_window_folds_keep_results(spark, events, shape, batch, suppress):
     # windows and grace). Plain and ruled Spark are still compared.
     check_rule(spark, "window_folds", lambda: regrouped_window_reduce(shape, suppress), events, batch,
                outputs={"out": (S, S)}, against_driver=not (suppress and any(v is None for _, v, _ in events)))
+
+
+@contextmanager
+def in_reader_records(limit: int):
+    """Batches of at most ``limit`` records run the stage in the read task (the rule's
+    threshold, read when a query plans)."""
+    kept = small_batch_reader.IN_READER_RECORDS
+    small_batch_reader.IN_READER_RECORDS = limit
+    try:
+        yield
+    finally:
+        small_batch_reader.IN_READER_RECORDS = kept
+
+
+@soak_settings
+@given(events=records, shape=st.none() | windows, suppress=st.booleans(), batch=batches,
+       limit=st.sampled_from([small_batch_reader.IN_READER_RECORDS, 3]))
+# the probe's count, batches of 2: every batch in the read task, or (limit 3) the
+# batches alternate with the plain plan's (the stores change worker each time)
+@example(events=[("a", "x", 5), ("b", None, 1), ("c", "y", 9), ("d", "x", 2), ("a", "z", 7)], shape=None,
+         suppress=False, batch=2, limit=small_batch_reader.IN_READER_RECORDS)
+@example(events=[("a", "x", 5), ("b", None, 1), ("c", "y", 9), ("d", "x", 2), ("a", "z", 7), ("c", "x", 3),
+                 ("b", "y", 8)], shape=None, suppress=False, batch=4, limit=3)
+# time-aware: out of order, a late record (1 s after 75 s), a null value, both partitions
+@example(events=[("a", "x", 6_000), ("c", "y", 4_000), ("b", "z", 5_000), ("d", None, 7_000),
+                 ("a", "y", 75_000), ("c", "x", 1_000), ("a", "x", 12_000), ("d", "y", 76_000)],
+         shape={"size": 10_000, "advance": 5_000, "grace": 0}, suppress=True, batch=3, limit=3)
+def test_small_batch_reader_keeps_results(spark, events, shape, suppress, batch, limit):
+    # (suppressed, a None value moves the driver's suppression time only: see window_folds)
+    with in_reader_records(limit):
+        one_task, with_rules, plain = check_rule(
+            spark, "small_batch_reader", lambda: direct_aggregation(shape, suppress), events, batch,
+            outputs={"out": (S, L) if shape is None else (S, S)},
+            against_driver=not (shape and suppress and any(v is None for _, v, _ in events)))
+    assert plain.reader_passes == 0
+    if limit >= len(events) or (batch and batch <= limit):   # every batch is small
+        assert one_task.reader_passes and with_rules.reader_passes

@@ -10,9 +10,10 @@ rule may depend on what an earlier one decided, never the other way round.
 Examples
 --------
 >>> [rule.name for rule in RULES]
-['columns_only_stage', 'count_preaggregation', 'window_count_preaggregation', 'reader_stage', 'window_folds']
+['columns_only_stage', 'count_preaggregation', 'window_count_preaggregation', 'reader_stage', 'window_folds', \
+'small_batch_reader']
 >>> [rule.name for rule in rules_except("reader_stage, count_preaggregation")]
-['columns_only_stage', 'window_count_preaggregation', 'window_folds']
+['columns_only_stage', 'window_count_preaggregation', 'window_folds', 'small_batch_reader']
 >>> rules_except("*")
 []
 """
@@ -24,6 +25,7 @@ from streamlib.spark.plan import PhysicalPlan, PlanContext
 from streamlib.spark.rules.columns_only import ColumnsOnlyStage
 from streamlib.spark.rules.count_preaggregation import CountPreAggregation
 from streamlib.spark.rules.reader_stage import ReaderStage
+from streamlib.spark.rules.small_batch_reader import SmallBatchReader
 from streamlib.spark.rules.window_counts import WindowCountPreAggregation
 from streamlib.spark.rules.window_folds import WindowFolds
 
@@ -42,7 +44,7 @@ class Rule(Protocol):
 
 
 RULES: tuple[Rule, ...] = (ColumnsOnlyStage(), CountPreAggregation(), WindowCountPreAggregation(),
-                           ReaderStage(), WindowFolds())
+                           ReaderStage(), WindowFolds(), SmallBatchReader())
 
 
 def rules_except(excluded: str) -> list[Rule]:
