@@ -30,7 +30,9 @@ import time
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Iterable, Optional
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
@@ -205,26 +207,21 @@ class KafkaBackend(TopicBackend):
         n = self.num_partitions(topic)
         if not 0 <= partition < n:
             raise TopicsError(f"topic {topic!r} has no partition {partition} (it has {n})")
-        cols = records.select(["timestamp", "key", "value", "headers"]).to_pydict()
-        rows = zip(cols["timestamp"], cols["key"], cols["value"], cols["headers"])
         if not self.exactly_once:
             producer = self._plain_producer()
-            for ts, key, value, hdrs in rows:
-                self._send(producer, topic, partition, key, value, ts, _headers(hdrs))
+            self._send_rows(producer, topic, partition, records)
             self._flush(producer)
             return True
         if self._task_tx is not None:  # inside begin_task()/commit_task(): join it
             if self._task_tx is _REPLAY:
                 return False
-            for ts, key, value, hdrs in rows:
-                self._send(self._task_tx, topic, partition, key, value, ts, _headers(hdrs))
+            self._send_rows(self._task_tx, topic, partition, records)
             return True
         producer = self._transactional_producer(producer_id or self._transactional_id or "streamlib")
         self._call(producer.begin_transaction, "begin a transaction")
         self._tx_written = {}
         try:
-            for ts, key, value, hdrs in rows:
-                self._send(producer, topic, partition, key, value, ts, _headers(hdrs))
+            self._send_rows(producer, topic, partition, records)
             self._flush(producer)
             self._call(lambda: producer.commit_transaction(self.timeout), "commit a transaction")
         except BaseException:
@@ -453,7 +450,10 @@ class KafkaBackend(TopicBackend):
 
     def _plain_producer(self) -> Producer:
         if self._producer is None:
-            self._producer = self._call(lambda: Producer(self._producer_config), "create a producer")
+            # Its delivery reports only matter for errors (:meth:`_on_delivery`): librdkafka
+            # then skips a Python callback per delivered record.
+            config = {"delivery.report.only.error": True, **self._producer_config}
+            self._producer = self._call(lambda: Producer(config), "create a producer")
         return self._producer
 
     def _transactional_producer(self, transactional_id: str) -> Producer:
@@ -492,6 +492,33 @@ class KafkaBackend(TopicBackend):
             except KafkaException as exc:
                 raise TopicsError(f"cannot produce to {topic!r}: {_error_text(exc)}") from None
 
+    def _send_rows(self, producer: Producer, topic: str, partition: int, records: pa.Table) -> None:
+        """:meth:`_send` of every row of ``records``, in order, with less Python per row:
+        the headers are converted once when every row carries the same ones (a
+        changelog's batch header) or none, and ``produce`` is called directly."""
+        timestamps = records.column("timestamp").to_pylist()
+        keys = records.column("key").to_pylist()
+        values = records.column("value").to_pylist()
+        headers = _rows_headers(records.column("headers"))
+        reported = self._on_delivery if producer is self._producer else self._on_tx_delivery
+        produce = producer.produce
+        i, n = 0, len(keys)
+        while i < n:
+            try:
+                for i in range(i, n):   # noqa: B020 - resumes at the row a full queue refused
+                    ts = timestamps[i]
+                    if ts is None:
+                        produce(topic, value=values[i], key=keys[i], partition=partition,
+                                headers=headers[i], on_delivery=reported)
+                    else:
+                        produce(topic, value=values[i], key=keys[i], partition=partition,
+                                headers=headers[i], on_delivery=reported, timestamp=ts)
+                i = n
+            except BufferError:
+                producer.poll(0.05)  # local queue full: let deliveries drain, then row i again
+            except KafkaException as exc:
+                raise TopicsError(f"cannot produce to {topic!r}: {_error_text(exc)}") from None
+
     def _flush(self, producer: Producer) -> None:
         remaining = producer.flush(self.timeout)
         if remaining:
@@ -512,3 +539,38 @@ class KafkaBackend(TopicBackend):
 
 def _headers(hdrs: Optional[list]) -> Optional[list[tuple[str, bytes]]]:
     return [(h["key"], h["value"]) for h in hdrs] if hdrs else None
+
+
+def _rows_headers(column: pa.ChunkedArray) -> list:
+    """Each row's headers as ``produce`` takes them (None: none). Converted once when
+    every row has none or the same ones (a changelog append: its batch header), row by
+    row otherwise.
+
+    >>> from streamlib.topics.base import HEADER_TYPE
+    >>> _rows_headers(pa.chunked_array([pa.array([[], []], HEADER_TYPE)]))
+    [None, None]
+    >>> same = [{"key": "b", "value": b"1"}]
+    >>> _rows_headers(pa.chunked_array([pa.array([same, same], HEADER_TYPE)]))
+    [[('b', b'1')], [('b', b'1')]]
+    >>> _rows_headers(pa.chunked_array([pa.array([same, None, []], HEADER_TYPE)]))
+    [[('b', b'1')], None, None]
+    >>> _rows_headers(pa.chunked_array([pa.array([same, [{"key": "b", "value": b"2"}]], HEADER_TYPE)]))
+    [[('b', b'1')], [('b', b'2')]]
+    """
+    n = len(column)
+    if n == 0:
+        return []
+    lists = column.combine_chunks()
+    lengths = pc.fill_null(pc.list_value_length(lists), 0)
+    if not pc.any(pc.not_equal(lengths, 0)).as_py():
+        return [None] * n
+    if lists.null_count == 0 and pc.all(pc.equal(lengths, lengths[0])).as_py():
+        width = lengths[0].as_py()
+        flat = pc.list_flatten(lists)
+        repeated = pa.array(np.arange(n * width, dtype=np.int64) % width)
+        # (a null header value compares as null: not the same, converted row by row)
+        if all(pc.all(pc.fill_null(pc.equal(flat.field(f), flat.field(f).slice(0, width).take(repeated)),
+                                   False)).as_py() for f in ("key", "value")):
+            one = _headers(lists[0].as_py())
+            return [one] * n
+    return [_headers(h) for h in lists.to_pylist()]
