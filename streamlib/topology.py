@@ -168,21 +168,13 @@ class Topology:
         return False
 
     def forwards_at_once(self, name: str) -> bool:
-        """Whether the table node ``name`` must forward updates as they happen, even with
-        caching, to some of its children (:meth:`at_once_children`)."""
-        return bool(self.at_once_children(name))
-
-    def at_once_children(self, name: str) -> list[str]:
-        """The children of the table node ``name`` that must get every update as it
-        happens, even with caching: those in its sub-topology on the way to a node that
-        keeps the rows another node looks up in (a filter or map_values given a store for
-        a join), that node included. Kafka Streams computes such a lookup from the
-        parent's store (a value getter), which is current at every record; our
-        descendant's store is only as current as what reaches it, so nothing may be held
-        back on the way (the lookup would miss rows of the same commit). Its other
-        children get the updates once per commit (``streamlib.processors.routes``)."""
+        """Whether the table node ``name`` must forward every update as it happens, even
+        with caching: a descendant in its sub-topology keeps the rows another node looks
+        up in (a filter or map_values given a store for a join). Kafka Streams computes
+        such a lookup from the parent's store (a value getter), which is current at every
+        record; our descendant's store is only as current as what reaches it, so nothing
+        may be held back on the way (the lookup would miss rows of the same commit)."""
         sub = self.subtopology_of(name)
-        found = []
         for child in self.children(name):
             if child not in sub.nodes:
                 continue
@@ -190,10 +182,10 @@ class Topology:
             spec = self.nodes[child].spec
             if store and spec.derived_table and spec.materializable and any(
                     store in other.stores for other_name, other in self.nodes.items() if other_name != child):
-                found.append(child)
-            elif self.forwards_at_once(child):
-                found.append(child)
-        return found
+                return True
+            if self.forwards_at_once(child):
+                return True
+        return False
 
     def materialized_table(self, name: str) -> bool:
         """Whether the table node ``name`` makes is materialized in Kafka Streams' sense

@@ -266,7 +266,7 @@ class KTable:
         or map_values without ``materialized``, an unmaterialized join) gets one: its
         node then keeps its rows in an internal store (Kafka's value getters compute
         them on the fly from the parent's store instead; the results are the same, as
-        the tables above it forward every update to it at once: ``Topology.at_once_children``)."""
+        the tables above it forward every update at once: ``Topology.forwards_at_once``)."""
         if self._store is not None:
             return self._store
         node = self._graph.nodes[self._node]

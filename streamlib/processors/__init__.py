@@ -15,7 +15,6 @@ from .io import DeserializationFailure, SinkProcessor, SourceProcessor
 from .joins import StreamTableJoinProcessor
 from .record import Change, Record
 from .registry import PROCESSORS, processes, processor_for
-from .routes import route_per_path
 from .session import SessionWindowAggregateProcessor
 from .sliding import SlidingWindowAggregateProcessor
 from .stateless import (BranchProcessor, FilterProcessor, FlatMapProcessor, FlatMapValuesProcessor,
@@ -34,18 +33,17 @@ from .windowed import TimeWindowAggregateProcessor
 
 def build_processors(topology: Topology, sub: SubTopology,
                      context: ProcessorContext) -> dict[str, Processor]:
-    """Instantiate and wire the processors of one sub-topology, in topological order
-    (plus copies of table steps that forward on two routes, :mod:`.routes`)."""
+    """Instantiate and wire the processors of one sub-topology, in topological order."""
     processors: dict[str, Processor] = {}
     for name in sub.nodes:
         node = topology.nodes[name]
         processors[name] = processor_for(node)(node, context)
         processors[name].send_old_values = topology.sends_old_values(name)
-        processors[name].caching = context.caching and all(topology.stores[store].caching for store in node.stores)
+        processors[name].caching = context.caching and all(
+            topology.stores[store].caching for store in node.stores) and not topology.forwards_at_once(name)
     for name in sub.nodes:
         for parent in topology.nodes[name].parents:
             processors[parent].children.append(processors[name])
-    route_per_path(topology, sub, processors, context)
     return processors
 
 

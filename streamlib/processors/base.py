@@ -115,14 +115,6 @@ class Processor:
         self.send_old_values = False
         #: whether table updates are held back to the end of the commit (set when wiring)
         self.caching = context.caching
-        #: with caching, children that get every update at once, and what the flush goes to
-        #: instead of ``children`` when that is not None (set when wiring: :mod:`.routes`)
-        self.at_once: tuple["Processor", ...] = ()
-        self.cached_route: Optional[list["Processor"]] = None
-
-    #: whether its updates may be routed per path (:mod:`.routes`): a table step whose
-    #: emitter's caching changes only when updates are forwarded, never what they are
-    routes_per_path = False
 
     @property
     def time_aware(self) -> bool:

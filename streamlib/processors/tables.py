@@ -19,15 +19,11 @@ class TableEmitter:
     """Forwards table updates downstream: at once without caching, or at the end of
     the commit with caching — the latest update per key, in the order keys were last
     updated, with the value the key had before the commit as the old value
-    (Kafka Streams' record cache). With caching routed per path (:mod:`.routes`), every
-    update goes at once to the processor's ``at_once`` children too, and the flush to its
-    ``cached_route``."""
+    (Kafka Streams' record cache)."""
 
     def __init__(self, processor: Processor, caching: bool):
         self.processor = processor
         self.caching = caching
-        #: with caching routed per path: where the flush goes (else the children)
-        self.cached_route = processor.cached_route if caching else None
         #: with caching: store key -> the key's latest update of the commit, as a tuple
         #: (key, new, old, timestamp, headers, topic, partition, offset): a Record is
         #: made only for what is forwarded record by record
@@ -35,16 +31,13 @@ class TableEmitter:
         #: when the updates go down a straight stateless chain into a sink: that chain,
         #: run over columns at flush (processors.columnar); found at the first flush,
         #: once every processor is initialised
-        self._tail: Any = _UNKNOWN if caching and self.cached_route is None else None
+        self._tail: Any = _UNKNOWN if caching else None
 
     def emit(self, record: Record, kb: bytes, new: Any, old: Any, timestamp: int) -> None:
-        if not self.caching or self.cached_route is not None:
-            update = Record(record.key, Change(new, old), timestamp, record.headers, record.topic,
-                            record.partition, record.offset)
-            if not self.caching:
-                self.processor.forward(update)
-                return
-            self.processor.forward_all(self.processor.at_once, update)
+        if not self.caching:
+            self.processor.forward(Record(record.key, Change(new, old), timestamp, record.headers,
+                                          record.topic, record.partition, record.offset))
+            return
         entry = self._pending.pop(kb, None)
         if entry is not None:
             old = entry[2]
@@ -53,8 +46,7 @@ class TableEmitter:
 
     def emit_many(self, keys: list, kbs: list[bytes], news: list, olds: list, timestamps: list[int],
                   headers: list, topic: str, partitions: list[int], offsets: list[int]) -> None:
-        """:meth:`emit` of many updates of distinct keys, in order (with caching not
-        routed per path: only aggregations call it)."""
+        """:meth:`emit` of many updates of distinct keys, in order (with caching)."""
         pending = self._pending
         if pending:  # a key updated earlier in the commit keeps its old value from before it
             olds = [pending.pop(kb)[2] if kb in pending else old for kb, old in zip(kbs, olds)]
@@ -68,11 +60,6 @@ class TableEmitter:
         updates = [u for u in pending.values() if u[1] is not None or u[2] is not None]
         if self._tail is _UNKNOWN:
             self._tail = chain_below(self.processor)
-        if self.cached_route is not None:
-            for key, new, old, timestamp, headers, topic, partition, offset in updates:
-                self.processor.forward_all(self.cached_route, Record(key, Change(new, old), timestamp, headers,
-                                                                     topic, partition, offset))
-            return
         if self._tail is not None and len(updates) > 1:
             try:
                 rows = run_chain(*self._tail, [u[0] for u in updates], [Change(u[1], u[2]) for u in updates],
@@ -103,8 +90,6 @@ class StatefulProcessor(Processor):
 class TableSourceProcessor(StatefulProcessor):
     """A stream read as a table: each record replaces its key's value."""
 
-    routes_per_path = True
-
     def process(self, record: Record) -> None:
         if record.key is None:
             self.drop("null_key", record)
@@ -117,8 +102,6 @@ class TableSourceProcessor(StatefulProcessor):
 
 class _DerivedTableProcessor(StatefulProcessor):
     """Shared by filter and map_values: compute the change, optionally store it."""
-
-    routes_per_path = True
 
     def derive(self, key: Any, value: Any) -> Any:
         raise NotImplementedError
