@@ -25,7 +25,10 @@ its left value waits behind a later one of another key in its partition (the tas
 a record by the largest timestamp up to it), or a right row's change answers, at the
 end of the batch, a subscription of a later left value. So a response that is not for
 the replica's current value waits, until the end of the batch, for a left value of its
-key with its hash; only then is it dropped as stale.
+key with its hash; only then is it dropped as stale. An answer to a value the replica
+held earlier in the batch is taken as the driver took it, between that value and the
+next (:class:`_BatchValues`): a stage that subscribes to itself sends a key's updates one
+by one, each answered before the next.
 """
 from __future__ import annotations
 
@@ -216,7 +219,7 @@ class LeftReplicaProcessor(Processor):
             self.store.put(record.key, record.value, record.timestamp)
             response = self.context.peers.get((FK_RESPONSE_JOIN.name, self.node.params.store))
             if response is not None:
-                response.left_value_applied(record.key)
+                response.left_value_applied(record.key, record.value)
 
 
 @processes(FK_RESPONSE_JOIN)
@@ -233,10 +236,12 @@ class ResponseJoinProcessor(_FkProcessor):
         #: left key bytes -> responses not for its replica's value, waiting for a left
         #: value of this batch (see the module docstring); dropped as stale at the end
         self.waiting: dict[bytes, list[Record]] = {}
+        self.batch = _BatchValues(self.key_serde, self.value_serde)
         self.context.peers[(FK_RESPONSE_JOIN.name, self.node.params.store)] = self
 
-    def left_value_applied(self, key: Any) -> None:
+    def left_value_applied(self, key: Any, value: Any) -> None:
         """The replica took a new value of ``key``: answer the responses that waited for it."""
+        self.batch.applied.append((key, value))
         if not self.waiting:   # the common case: no key is serialized per left value
             return
         waiting = self.waiting.pop(self.key_serde.serialize(key), None)
@@ -248,6 +253,7 @@ class ResponseJoinProcessor(_FkProcessor):
             for record in records:
                 self.drop("stale_response", record)
         self.waiting = {}
+        self.batch = _BatchValues(self.key_serde, self.value_serde)
 
     def process(self, record: Record) -> None:
         parts = _unpack(record.value)
@@ -256,8 +262,15 @@ class ResponseJoinProcessor(_FkProcessor):
         current_value = None if current is None else current[0]
         raw = None if current_value is None else self.value_serde.serialize(current_value)
         if value_hash(raw) != parts[0]:
-            self.waiting.setdefault(bytes(record.key), []).append(record)
-            return
+            earlier = self.batch.answered_value(bytes(record.key), parts[0])
+            if earlier is _NOT_OF_THIS_BATCH:
+                self.waiting.setdefault(bytes(record.key), []).append(record)
+                return
+            if earlier is _SUPERSEDED:
+                return
+            current_value = earlier
+        else:
+            self.batch.emitted(bytes(record.key))
         foreign = self.right_serde.deserialize(parts[1]) if len(parts) > 1 else None
         if foreign is None and (not self.left or current_value is None):
             result = None
@@ -265,3 +278,60 @@ class ResponseJoinProcessor(_FkProcessor):
             result = self.joiner(current_value, foreign)
         self.forward(Record(key, result, record.timestamp, record.headers, record.topic,
                             record.partition, record.offset))
+
+
+_NOT_OF_THIS_BATCH = object()
+_SUPERSEDED = object()
+
+
+class _BatchValues:
+    """The left values a response join's replica took in this batch, in order, for the
+    answers to a value it held earlier in the batch. A stage that sends the foreign-key
+    subscriptions to itself (``spark.tasks.run_looping_tasks``) forwards a key's updates
+    one by one, each answered before the next, as the driver does; a later stage then
+    applies them all before the answers (its task takes both topics by timestamp). The
+    driver answered each while its value was current, and a later answer replaced its
+    result: so an answer to an earlier value of the batch yields its result when no answer
+    to a later value came yet (none may come: an inner join's unmatched update), else
+    nothing; it is never stale. Indexed only once such an answer comes."""
+
+    def __init__(self, key_serde: Any, value_serde: Any):
+        self.key_serde, self.value_serde = key_serde, value_serde
+        #: (key, value) in the order the replica took them
+        self.applied: list[tuple[Any, Any]] = []
+        #: left key bytes -> [(position in applied, value hash, value)], for applied[:indexed]
+        self._history: dict[bytes, list[tuple[int, bytes, Any]]] = {}
+        self._indexed = 0
+        #: left key bytes -> len(applied) when the key's last answer was emitted (the
+        #: value then current: its last one before that position)
+        self._emitted_at: dict[bytes, int] = {}
+
+    def emitted(self, kb: bytes) -> None:
+        """An answer to the current value of ``kb`` was emitted."""
+        if self.applied:
+            self._emitted_at[kb] = len(self.applied)
+
+    def answered_value(self, kb: bytes, digest: bytes) -> Any:
+        """For an answer (hash ``digest``) not to ``kb``'s current value: the earlier value
+        of this batch it answers (its result then due), ``_SUPERSEDED`` when an answer to a
+        later value was emitted already, or ``_NOT_OF_THIS_BATCH``."""
+        history = self._history_of(kb)
+        for position, found, value in reversed(history[:-1]):
+            if found == digest:
+                break
+        else:
+            return _NOT_OF_THIS_BATCH
+        emitted_at = self._emitted_at.get(kb)
+        if emitted_at is not None and max((p for p, _, _ in history if p < emitted_at), default=-1) > position:
+            return _SUPERSEDED
+        self._emitted_at[kb] = position + 1
+        return value
+
+    def _history_of(self, kb: bytes) -> list[tuple[int, bytes, Any]]:
+        key_bytes, value_bytes = self.key_serde.serialize, self.value_serde.serialize
+        for position in range(self._indexed, len(self.applied)):
+            key, value = self.applied[position]
+            digest = value_hash(None if value is None else value_bytes(value))
+            self._history.setdefault(key_bytes(key), []).append((position, digest, value))
+        self._indexed = len(self.applied)
+        return self._history.get(kb, [])

@@ -444,6 +444,55 @@ def test_a_foreign_key_join_of_a_table_with_itself_drops_a_stale_answer_as_kafka
     assert [r[:3] for r in on_spark.outputs["out0"]] == [("a", "a|a", 6003), ("a", None, 28003)]
 
 
+def test_a_foreign_key_self_join_of_a_left_row_set_and_deleted_in_one_batch_sends_nothing(spark):
+    """Found by ``make parity-soak`` (2026-11-29): t1's ``b`` is a left row
+    (``t1.filter.filter``) and, mapped, a right row (``t1.filter.map_values``, whose store the
+    join looks up); it is set to ``c`` and deleted in one batch. The driver emits ``b|None``
+    and the delete; Kafka Streams with caching sends no subscription for a row absent
+    before and after the commit and drops nothing
+    (``test_a_foreign_key_self_join_of_a_row_set_and_deleted_in_one_commit_sends_nothing``).
+    The sub-topology subscribes to itself, so Spark answers each update before the next,
+    as the driver (``spark.tasks.run_looping_tasks``); but the result's task took both left
+    values before the answers (by timestamp) and dropped the answer to ``c`` as stale. Now
+    an answer to an earlier left value of the batch is taken as the driver took it
+    (``fk_joins._BatchValues``): ``b|None`` replaced by the delete, nothing dropped."""
+    topology = (TableJoin(Table("t1", ("filter", "filter")), Table("t1", ("filter", "map_values")), "left_join",
+                          foreign_key=True),)
+    records = dict(NO_RECORDS, t1=[("a", None, 8002), ("b", "c", 30002), ("b", None, 9002), (None, None, 16002)])
+    driver, on_spark = outcomes(spark, topology, records, batch=50, restart=None)
+    assert [r[:3] for r in driver.outputs["out0"]] == [("b", "c|None", 30002), ("b", None, 9002)]
+    assert_same(driver, on_spark, table_outputs(topology))
+    assert on_spark.outputs["out0"] == [] and on_spark.metrics["dropped_records"] == 1   # the null key
+
+
+STILL_OPEN = pytest.mark.xfail(strict=True, reason=(
+    "open (issue 40): c's answers reach the result's task before c's left values a, None; the delete's "
+    "answer matches the replica's 'no row' from before the batch and is taken at once, then a's answer: "
+    "c -> a|a stays"))
+
+
+@pytest.mark.parametrize("second", [("c", 27002), pytest.param(("a", 27002), marks=STILL_OPEN)],
+                         ids=["drops", "stores"])
+def test_a_foreign_key_self_join_whose_right_side_maps_the_table_first(spark, second):
+    """The soak's second case of the family (2026-11-29), ``t1.filter.filter.join(
+    t1.map_values.filter, foreign_key=value)``, restart after t1's first record. Its
+    sub-topology subscribes to itself, so Spark runs it as the driver does, answering each
+    update before the next (``spark.tasks.run_looping_tasks``); the result's task then
+    takes the run's left values and answers by timestamp. With ``a -> c`` first an answer
+    to a's earlier value of the batch came after a's later value and was dropped as stale
+    (the driver took it in between and drops nothing): now it is taken as the driver did
+    (``fk_joins._BatchValues``). With ``a -> a`` first Spark keeps ``c -> a|a`` where the
+    driver's result ends empty: still open (``STILL_OPEN``)."""
+    topology = (TableJoin(Table("t1", ("filter", "filter")), Table("t1", ("map_values", "filter")), "join",
+                          foreign_key=True),)
+    a_value, a_time = second
+    records = dict(NO_RECORDS, t1=[("c", "b", 2), ("a", a_value, a_time), ("a", "c", 10002 if a_value == "a" else 2),
+                                   ("c", "a", 20002), ("c", None, 24002)])
+    driver, on_spark = outcomes(spark, topology, records, batch=None, restart=1)
+    assert driver.stores == {"store0": {}}
+    assert_same(driver, on_spark, table_outputs(topology))
+
+
 def test_a_foreign_key_answer_from_a_row_set_and_deleted_in_one_commit_stays(spark):
     """A deliberate difference (docs/semantics.md, "Deliberate differences from
     TopologyTestDriver"), found by the soak: t2's row ``a`` is set and deleted within one
