@@ -6,6 +6,8 @@ Spark's result with record caching and the driver's without (or, for the self-jo
 result of Spark and the driver either way, as Kafka's own TopologyTestDriver does)."""
 from __future__ import annotations
 
+import pytest
+
 from kafka_streams_cached import kafka_streams_runs
 
 CACHE = 10 * 1024 * 1024
@@ -101,3 +103,26 @@ def test_a_foreign_key_self_join_of_a_row_set_and_deleted_in_one_commit_sends_no
     assert uncached["outputs"] == [["b", "c|null", 30002], ["b", None, 9002]] and uncached["dropped"] == 0
     cached = kafka_streams_runs(kafka_bootstrap, topology, runs, CACHE)
     assert cached["outputs"] == [] and cached["store"] == {} and cached["dropped"] == 0
+
+
+@pytest.mark.parametrize("a_first", [("c", 28002, 1002, 0), ("a", 28002, 11002, 1)], ids=["drops", "stores"])
+def test_a_foreign_key_self_join_of_the_table_mapped_then_filtered_ends_empty(kafka_bootstrap, a_first):
+    """The parity soak's second self-join case (2026-11-29,
+    ``tests/spark/test_parity_topologies.py::test_a_foreign_key_self_join_whose_right_side_maps_the_table_first``):
+    t1.filter.filter joined by foreign key with t1.mapValues.filter; run 1 sets c -> b, run 2
+    (one commit) sets a twice, c -> a and deletes c. Kafka's TopologyTestDriver gives our
+    driver's records and drops (in ``stores`` an answer to a's old value, produced with its
+    new one, is stale); cached, one commit per run, Kafka Streams sends one subscription,
+    emits no result and drops nothing. All end empty."""
+    value, first, second, stale = a_first
+    runs = [[rec("t1", "c", "b", 2)],
+            [rec("t1", "a", value, first), rec("t1", "a", "c", second), rec("t1", "c", "a", 21002),
+             rec("t1", "c", None, 25002)]]
+    topology = "t1.filter.filter.join(t1.mapValues.filter, fk)"
+    uncached = kafka_streams_runs("test-driver", topology, runs, 0)
+    ours = [["a", "c|c", first]] if value == "c" else []
+    assert uncached["outputs"] == ours + [["a", "c|c", second], ["a", None, 21002], ["c", "a|a", 21002],
+                                          ["c", None, 25002]]
+    assert uncached["store"] == {} and uncached["dropped"] == stale
+    cached = kafka_streams_runs(kafka_bootstrap, topology, runs, CACHE)
+    assert final(cached) == {} and cached["store"] == {} and cached["dropped"] == 0, cached

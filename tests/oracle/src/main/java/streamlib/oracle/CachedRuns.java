@@ -113,6 +113,13 @@ public final class CachedRuns {
                 joined = filtered.filter((k, v) -> !"b".equals(v)).leftJoin(right, (k, v) -> v, JOINER, store);
                 break;
             }
+            case "t1.filter.filter.join(t1.mapValues.filter, fk)": {
+                KTable<String, String> t1 = builder.table(p + "t1");
+                KTable<String, String> right = t1.mapValues(CachedRuns::nextKey).filter((k, v) -> !"b".equals(v));
+                joined = t1.filter((k, v) -> !"b".equals(v)).filter((k, v) -> !"b".equals(v))
+                        .join(right, (k, v) -> v, JOINER, store);
+                break;
+            }
             default:
                 throw new IllegalArgumentException("unknown topology " + name);
         }
