@@ -327,7 +327,8 @@ class BatchPlan:
         if self.reader_stage is not None:
             return pickled.encode(reader_stage_function(self.reader_stage.plan, self.metrics.add))
         if self.small_batch_stage is not None:
-            return pickled.encode(small_batch_reader_function(self.small_batch_stage.plan, self.metrics.add))
+            return pickled.encode(small_batch_reader_function(self.small_batch_stage.plan, self.metrics.add,
+                                                              self.small_batch_stage.planned.time_aware))
         return None
 
     def _run_stage(self, stage: Stage, rows: DataFrame) -> DataFrame:

@@ -150,7 +150,7 @@ def reader_stage_function(plan: StagePlan, report: Callable[[dict], None]
     return read
 
 
-def small_batch_reader_function(plan: StagePlan, report: Callable[[dict], None]
+def small_batch_reader_function(plan: StagePlan, report: Callable[[dict], None], time_aware: bool
                                 ) -> Callable[[Iterator[pa.RecordBatch], int, int], Iterator[pa.RecordBatch]]:
     """The source reader's function for a stateful stage that a small batch runs in its
     read task (spark/rules/small_batch_reader.py). In a job whose
@@ -158,9 +158,8 @@ def small_batch_reader_function(plan: StagePlan, report: Callable[[dict], None]
     (its third argument: the batch's read tasks), runs the stage's tasks over the rows it
     has read, each task over the rows of its keys (Spark's hash: where the shuffle by key
     would send them; every task orders its rows itself), and every task of a time-aware
-    stage (as its ticks would); in any other job it hands the rows on as read."""
-    sub = plan.topology.subtopologies[plan.sub_id]
-    time_aware = any(plan.topology.nodes[name].spec.time_aware for name in sub.nodes)
+    stage (``time_aware``: the planned stage's, as its ticks would); in any other job it
+    hands the rows on as read."""
 
     def read(batches: Iterator[pa.RecordBatch], index: int, tasks: int) -> Iterator[pa.RecordBatch]:
         if TaskContext.get().getLocalProperty(READER_RUNS_PROPERTY) != str(plan.sub_id):

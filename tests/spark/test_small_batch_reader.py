@@ -72,7 +72,7 @@ def test_a_read_task_runs_the_stage_only_when_told_and_holding_the_whole_batch(w
     ws.produce("in", [("a", "1")])
     plan = tasks.StagePlan(direct_count(), StreamsConfig(application_id="a"), BackendSpec(ws.bootstrap), 0, 2,
                            frozenset())
-    read = tasks.small_batch_reader_function(plan, lambda metrics: None)
+    read = tasks.small_batch_reader_function(plan, lambda metrics: None, time_aware=False)
     batch = pa.RecordBatch.from_pydict({"topic": ["in"], "key": [b"a"]})
     job = _Job({tasks.READER_RUNS_PROPERTY: ""})
     monkeypatch.setattr(tasks, "TaskContext", type("TaskContext", (), {"get": staticmethod(lambda: job)}))
