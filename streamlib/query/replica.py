@@ -17,6 +17,7 @@ change written after the read has its undo registered before, so the reader sees
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import shutil
@@ -410,6 +411,22 @@ class StoreReplicas:
         with self._shared_lock:
             if self._shared.get(self.root) is self:
                 del self._shared[self.root]
+
+    @classmethod
+    def close_shared(cls) -> None:
+        """Close the process's replica sets: at interpreter exit, so that their follower
+        threads stop before the databases close (``Streams.stop`` keeps them open, for
+        queries after the stop and for the next ``Streams`` of the same application)."""
+        with cls._shared_lock:
+            sets = list(cls._shared.values())
+        for replicas in sets:
+            try:
+                replicas.close()
+            except Exception as exc:  # noqa: BLE001 - exiting: close the others anyway
+                log.warning("closing the query replicas under %s at exit failed: %s", replicas.root, exc)
+
+
+atexit.register(StoreReplicas.close_shared)
 
 
 def _close_quietly(db: RocksDB) -> None:

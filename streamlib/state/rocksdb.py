@@ -11,10 +11,12 @@ through short-lived iterators.
 """
 from __future__ import annotations
 
+import atexit
 import fcntl
 import os
 import struct
 import time
+import weakref
 from itertools import islice
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
@@ -122,6 +124,7 @@ class RocksDB:
         self._db = db
         self.path = path
         self._closed = False
+        _OPEN.add(self)
         # Looked up once: get_column_family() per read costs milliseconds on a busy DB.
         self._meta: Optional[Rdict] = db.get_column_family(META_CF)
 
@@ -250,5 +253,25 @@ class RocksDB:
         """Release the database (and its LOCK); closing twice is harmless."""
         if not self._closed:
             self._closed = True
+            _OPEN.discard(self)
             self._meta = None  # a live column-family handle would keep the LOCK
             self._db.close()
+
+
+#: Every database this process has open (weakly: a dropped handle closes itself).
+_OPEN: "weakref.WeakSet[RocksDB]" = weakref.WeakSet()
+
+
+@atexit.register
+def close_open_databases() -> None:
+    """Close every database still open when the interpreter exits. A handle left to
+    finalization is freed while RocksDB's background threads and static objects are torn
+    down, which now and then kills a normal exit with SIGSEGV (a driver that queried a
+    store and stopped its application, then returned). Registered at import, so it runs
+    after the hooks of the modules above this one (atexit runs last-in first-out), which
+    stop their threads first. Spark's workers leave with ``os._exit`` and skip it."""
+    for db in list(_OPEN):
+        try:
+            db.close()
+        except Exception:  # noqa: BLE001 - exiting: a failed close must not stop the others
+            pass
