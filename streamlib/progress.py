@@ -34,21 +34,6 @@ def format_stream_time(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def offset_count(start: Optional[Offsets], end: Optional[Offsets]) -> Optional[int]:
-    """Records between two offset maps (topic -> partition -> offset); ``None`` if the
-    end is unknown.
-
-    >>> offset_count({"a": {"0": 5}}, {"a": {"0": 9, "1": 3}, "@epochs": {"a": {"0": 1}}})
-    7
-    """
-    if end is None:
-        return None
-    start = start or {}
-    # keys starting with "@" are the source's own (log epochs), not topics
-    return sum(off - start.get(topic, {}).get(p, 0) for topic, parts in end.items() if not topic.startswith("@")
-               for p, off in parts.items())
-
-
 def batch_line(batch_id: int, records_in: int, records_out: int, seconds: float, stream_time: int,
                lag: Optional[int]) -> str:
     """The progress line of one micro-batch.
@@ -107,10 +92,11 @@ class Progress:
 
     def _report(self, batch_id: int, reports: Mapping[str, Mapping[str, Any]], seconds: float,
                 stream_time: int) -> None:
+        from .spark.log_epochs import batch_records
         from .spark.stream_time_log import planned_end
 
         end = planned_end(self.checkpoint, batch_id)
-        read = offset_count(planned_end(self.checkpoint, batch_id - 1) if batch_id > 0 else None, end)
+        read = batch_records(planned_end(self.checkpoint, batch_id - 1) if batch_id > 0 else None, end)
         records_in = read if read is not None else sum(int(m.get("records_in", 0)) for m in reports.values())
         records_out = sum(int(m.get("records_out", 0)) for m in reports.values())
         lag = self._lag(end)
