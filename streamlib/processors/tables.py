@@ -5,6 +5,7 @@ from itertools import repeat
 from typing import Any, Optional
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..node_kinds import TABLE_FILTER, TABLE_MAP_VALUES, TABLE_SELECT, TABLE_SOURCE
 from .base import Processor
@@ -45,13 +46,14 @@ class TableEmitter:
                              record.partition, record.offset)
 
     def emit_many(self, keys: list, kbs: list[bytes], news: list, olds: list, timestamps: list[int],
-                  headers: list, topic: str, partitions: list[int], offsets: list[int]) -> None:
-        """:meth:`emit` of many updates of distinct keys, in order (with caching)."""
+                  headers: list, topic: Any, partitions: list[int], offsets: list[int]) -> None:
+        """:meth:`emit` of many updates of distinct keys, in order (with caching);
+        ``topic``: the updates' topic, or a list of each one's."""
         pending = self._pending
         if pending:  # a key updated earlier in the commit keeps its old value from before it
             olds = [pending.pop(kb)[2] if kb in pending else old for kb, old in zip(kbs, olds)]
-        pending.update(zip(kbs, zip(keys, news, olds, timestamps, headers, repeat(topic),
-                                    partitions, offsets)))
+        topics = repeat(topic) if isinstance(topic, str) else topic
+        pending.update(zip(kbs, zip(keys, news, olds, timestamps, headers, topics, partitions, offsets)))
 
     def flush(self) -> None:
         pending, self._pending = self._pending, {}
@@ -98,6 +100,47 @@ class TableSourceProcessor(StatefulProcessor):
         previous = self.store.get_by_bytes(kb)
         self.store.put_by_bytes(kb, record.value, record.timestamp)
         self.emitter.emit(record, kb, record.value, previous[0] if previous else None, record.timestamp)
+
+    def process_rows(self, rows: pa.Table, keys: list, values: list, kbs: Optional[list[bytes]]) -> None:
+        """:meth:`process` of every row of ``rows`` (in processing order, ``keys`` and
+        ``values`` decoded; ``kbs`` the store's key bytes, None: serialize ``keys``) with
+        one multi-get and the same outcome: each key's last row is its stored value, its
+        value before the batch the cached update's old value, the store's changes in the
+        order keys were first written, the updates in the order they were last written.
+        Rows without a key are dropped record by record, as :meth:`process` drops them."""
+        if kbs is None:
+            key_bytes = self.store.key_bytes
+            kbs = [None if key is None else key_bytes(key) for key in keys]
+        timestamps = rows.column("timestamp").to_numpy().tolist()
+        partitions = rows.column("partition").to_numpy().tolist()
+        offsets = rows.column("offset").to_numpy().tolist()
+        topics = rows.column("topic").to_pylist()
+        hdrs = None   # each row's headers as a Record has them; None: no row has any
+        column = rows.column("headers")
+        if pc.sum(pc.list_value_length(column)).as_py():
+            hdrs = [tuple((h["key"], h["value"]) for h in hs) if hs else () for hs in column.to_pylist()]
+        last: dict[bytes, int] = {}   # key bytes -> its last row, in the order of first rows
+        for i, (kb, key) in enumerate(zip(kbs, keys)):
+            if key is None:
+                self.process(Record(None, values[i], timestamps[i], hdrs[i] if hdrs else (), topics[i],
+                                    partitions[i], offsets[i]))
+            else:
+                last[kb] = i
+        if not last:
+            return
+        written = list(last)
+        previous = self.store.get_many_by_bytes(written)
+        self.store.put_many_by_bytes(written, [values[i] for i in last.values()],
+                                     [timestamps[i] for i in last.values()])
+        if not self.emitter.caching:   # (no child: JoinedBatch takes only that or caching)
+            return
+        olds = dict(zip(written, (None if p is None else p[0] for p in previous)))
+        order = sorted(last.values())      # keys in the order of their last rows
+        by_row = [kbs[i] for i in order]
+        self.emitter.emit_many([keys[i] for i in order], by_row, [values[i] for i in order],
+                               [olds[kb] for kb in by_row], [timestamps[i] for i in order],
+                               [hdrs[i] if hdrs else () for i in order], [topics[i] for i in order],
+                               [partitions[i] for i in order], [offsets[i] for i in order])
 
 
 class _DerivedTableProcessor(StatefulProcessor):

@@ -8,9 +8,10 @@ processing order relative to the table's updates of its key, so a batch needs no
 table update before it in the batch (found for all rows at once with NumPy), else the
 store's (one multi-get for the keys the batch has not updated before their first
 order); the joiner runs over lists, the steps and the sink over columns
-(``processors.columnar``). The table's updates then go through the table source record
-by record, as before (their effects, a store write and a cached update per key, do not
-depend on when the stream rows ran).
+(``processors.columnar``). The table's updates then go through the table source at
+once (``TableSourceProcessor.process_rows``: one multi-get, each key's last row
+stored and its cached update emitted; their effects do not depend on when the stream
+rows ran).
 
 It applies only where the outcome is exactly per-record processing's: both sources
 accept the rows whole (``SourceProcessor.takes_table``: valid timestamps, keys and
@@ -25,7 +26,7 @@ test_join_batch.py`` checks the outcome is per-record processing's, a property t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -133,8 +134,7 @@ class JoinedBatch:
     table's source: a batch of both topics' rows at once."""
 
     def __init__(self, stream: SourceProcessor, join: StreamTableJoinProcessor, steps: list[Processor],
-                 sink: SinkProcessor, table: SourceProcessor, context: ProcessorContext,
-                 process_records: Callable[[pa.Table], None]):
+                 sink: SinkProcessor, table: SourceProcessor, context: ProcessorContext):
         self.stream = stream
         self.join = join
         self.steps = steps
@@ -143,13 +143,10 @@ class JoinedBatch:
         self.table_source: TableSourceProcessor = table.children[0]
         self.store: TimestampedKeyValueStore = context.store(join.node.params.store)
         self.context = context
-        self.process_records = process_records
 
     @staticmethod
-    def of(processors: dict[str, Processor], context: ProcessorContext,
-           process_records: Callable[[pa.Table], None]) -> Optional["JoinedBatch"]:
-        """The join of an (initialised) sub-topology's processors, if it is that shape;
-        ``process_records``: the task's record-by-record processing of rows."""
+    def of(processors: dict[str, Processor], context: ProcessorContext) -> Optional["JoinedBatch"]:
+        """The join of an (initialised) sub-topology's processors, if it is that shape."""
         found = join_sources(processors, StreamTableJoinProcessor, TableSourceProcessor)
         if found is None:
             return None
@@ -163,7 +160,7 @@ class JoinedBatch:
         found = chain_below(join)
         if found is None or len(found[0]) + 5 + len(below(table_source)) != len(processors):
             return None
-        return JoinedBatch(stream, join, found[0], found[1], table, context, process_records)
+        return JoinedBatch(stream, join, found[0], found[1], table, context)
 
     def run(self, rows: pa.Table) -> bool:
         """Process ``rows`` (in processing order) as record-by-record processing would:
@@ -174,18 +171,29 @@ class JoinedBatch:
         if split is None:
             return False
         try:
-            output = self._join(rows, split)
+            table_keys, table_values = self._table_columns(split.table_rows)
+            output = self._join(rows, split, table_values)
         except Exception:  # noqa: BLE001 - the record-at-a-time path reports it precisely
             return False
         split.count_in(self.context)
         self.context.emit_rows(output)
-        if split.table_rows.num_rows:
-            self.process_records(split.table_rows)
+        table_rows = split.table_rows
+        if table_rows.num_rows:
+            self.table.receive_table(table_rows, table_rows.column("topic")[0].as_py())
+            kbs = payloads(table_rows.column("key")) if self.table.key_serde == self.store.key_serde else None
+            self.table_source.process_rows(table_rows, table_keys, table_values, kbs)
         return True
 
-    def _join(self, rows: pa.Table, split: SplitRows) -> pa.Table:
+    def _table_columns(self, table_rows: pa.Table) -> tuple[list, list]:
+        """The table rows' keys and values, decoded (``None`` for a null)."""
+        if table_rows.num_rows == 0:
+            return [], []
+        return (self.table.key_serde.deserialize_column(table_rows.column("key")),
+                self.table.value_serde.deserialize_column(table_rows.column("value")))
+
+    def _join(self, rows: pa.Table, split: SplitRows, table_values: list) -> pa.Table:
         keys, values, is_stream, is_table = split.keys, split.values, split.is_stream, split.is_table
-        stream_rows, table_rows = split.stream_rows, split.table_rows
+        stream_rows = split.stream_rows
         # the table's row each stream row meets: the key's last update before it in the
         # batch (its position among the table rows), else the store's
         latest = last_before(rows.column("key"), is_table)[is_stream]
@@ -193,7 +201,6 @@ class JoinedBatch:
         others: list = [None] * len(keys)
         in_batch = np.flatnonzero(latest >= 0)
         if len(in_batch):
-            table_values = self.table.value_serde.deserialize_column(table_rows.column("value"))
             for i, t in zip(in_batch.tolist(), table_row[latest[in_batch]].tolist()):
                 others[i] = table_values[t]
         from_store = np.flatnonzero(latest < 0)

@@ -149,7 +149,7 @@ class Task:
         self._fused = FusedChain.of(self.processors, context) if no_timers else None
         self._joined = None
         if no_timers:
-            self._joined = (JoinedBatch.of(self.processors, context, self._process_records)
+            self._joined = (JoinedBatch.of(self.processors, context)
                             or VersionedJoinBatch.of(self.processors, context))
 
     def advance_time(self, stream_time: int) -> None:

@@ -4,8 +4,8 @@ against per-record processing of the same rows, a property test: for random orde
 and table updates (two partitions per topic, out of order, tombstones, key-less table
 records, headers) over several batches, inner and left joins, with and without steps
 after the join, with the table's updates cached and emitted or going nowhere, a task
-gives the same output rows in the same order, the same store bytes and the same
-counters either way; and the batch path was taken. With a grace period, the late
+gives the same output rows in the same order, the same store bytes, the same
+changelog order and the same counters either way; and the batch path was taken. With a grace period, the late
 table updates re-join buffered orders (corrections with the update header), and some
 are older than the table's history (dropped, counted). Rows it cannot take (a stream
 record without a key or value, undecodable bytes, a joiner that raises) go record by
@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 from typing import Callable
+from unittest import mock
 
 import batch_helpers
 import pyarrow as pa
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 
 from streamlib import Consumed, Joined, Materialized, Produced, Serdes, StreamsBuilder
 from streamlib.processors.base import ProcessingError
+from streamlib.processors.stores import TimestampedKeyValueStore
 from streamlib.runtime.task import Task
 
 S = Serdes.string()
@@ -111,9 +113,17 @@ def joined_whole(task: Task, table: pa.Table) -> Callable[[], int]:
 
 def run(top, batches, tmp_path, name, batch_path, cache_max_bytes=1024, handler="fail"):
     """Every batch through one Task; ``batch_path`` False: per record. Returns the
-    outputs per batch, the stores' bytes, the counters, and the batches joined whole."""
-    return batch_helpers.run(top, batches, tmp_path, name, batch_path, handler=handler,
-                             cache_max_bytes=cache_max_bytes, path="_joined", whole=joined_whole)
+    outputs per batch, the stores' bytes, the counters, the batches joined whole, and
+    the key bytes each store write-back handed on, in order (the changelog's order)."""
+    written, write_back = [], TimestampedKeyValueStore.write_back
+
+    def recorded(store):
+        written.append((store.name, list(store._dirty)))
+        write_back(store)
+    with mock.patch.object(TimestampedKeyValueStore, "write_back", recorded):
+        result = batch_helpers.run(top, batches, tmp_path, name, batch_path, handler=handler,
+                                   cache_max_bytes=cache_max_bytes, path="_joined", whole=joined_whole)
+    return (*result, written)
 
 
 def both_ways(top, batches, tmp_path, **options) -> tuple:
@@ -122,6 +132,7 @@ def both_ways(top, batches, tmp_path, **options) -> tuple:
     assert found[0] == expected[0]
     assert found[1] == expected[1]
     assert found[2] == expected[2]
+    assert found[4] == expected[4]
     return expected, found
 
 

@@ -45,8 +45,12 @@ class TimestampedKeyValueStore(TypedStore):
         self._dirty[kb] = timestamp
 
     def put_many_by_bytes(self, kbs: list[bytes], values: list, timestamps: list[int]) -> None:
-        """:meth:`put_by_bytes` of many keys (no ``None`` values: no deletes)."""
-        self._cache.update(zip(kbs, zip(values, timestamps)))
+        """:meth:`put_by_bytes` of many distinct keys (a ``None`` value deletes)."""
+        if any(value is None for value in values):
+            self._cache.update((kb, None if value is None else (value, ts))
+                               for kb, value, ts in zip(kbs, values, timestamps))
+        else:
+            self._cache.update(zip(kbs, zip(values, timestamps)))
         self._dirty.update(zip(kbs, timestamps))
 
     def put(self, key: Any, value: Any, timestamp: int) -> None:
