@@ -15,7 +15,7 @@ threads, the application's process and the clients (``query_http_bench.measure``
     .venv/bin/python benchmarks/query_bench.py [--keys 1000000] [--lookups 20000]
         [--clients 50] [--client-requests 20] [--client-procs 2] [--keep-alive]
         [--client http.client|raw] [--rate R [R ...]] [--http-only]
-        [--switch-interval S] [--trace] [--pollers N]
+        [--switch-interval S] [--trace] [--pollers N] [--spark-nice N]
 
 ``--rate R``: the HTTP clients in an open loop, ``R`` lookups/s together on a schedule,
 latency counted from each lookup's scheduled send (``query_http_bench.py``; 0: the
@@ -89,25 +89,6 @@ def concurrent_lookups(port: int, args: argparse.Namespace, queries) -> None:
               flush=True)
 
 
-def renice_children(by: int) -> int:
-    """Adds ``by`` to the nice value of every thread of this process's child processes
-    (the Spark JVM of ``local[N]``; the Python workers it starts later inherit it); the
-    threads changed."""
-    me, changed = str(os.getpid()), 0
-    for pid in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                parent = f.read().rsplit(")", 1)[1].split()[1]
-            if parent != me:
-                continue
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                os.setpriority(os.PRIO_PROCESS, int(tid), os.getpriority(os.PRIO_PROCESS, int(tid)) + by)
-                changed += 1
-        except (OSError, ValueError, IndexError):
-            continue
-    return changed
-
-
 def driver_reads(view, args: argparse.Namespace) -> None:
     """Point lookups, range scans and a full scan on the driver (``app.store``)."""
     rng = random.Random(2)
@@ -167,8 +148,8 @@ def main() -> None:
     query_http_bench.add_rate_argument(parser)
     query_http_bench.add_switch_interval_argument(parser)
     query_http_bench.add_trace_argument(parser)
-    parser.add_argument("--spark-nice", type=int, default=0, help="experiment: add this to the nice value of "
-                        "the Spark JVM's threads once the keys are counted (the queries' threads get more of the cores)")
+    parser.add_argument("--spark-nice", type=int, default=0, help="application_server_spark_nice: add this to "
+                        "the Spark JVM's nice value (the driver's threads get the cores first)")
     parser.add_argument("--http-only", action="store_true", help="only the HTTP clients (no driver lookups, "
                         "scans, tables)")
     args = parser.parse_args()
@@ -185,7 +166,8 @@ def main() -> None:
      .group_by_key().count(materialized=Materialized.as_("counts")))
     app = Streams(builder.build(), StreamsConfig(application_id="query-bench", bootstrap=bootstrap,
                                                  state_dir=f"{work}/state", commit_interval=500,
-                                                 application_server="0"),
+                                                 application_server="0",
+                                                 application_server_spark_nice=args.spark_nice),
                   spark=spark)
     try:
         started = time.perf_counter()
@@ -198,8 +180,6 @@ def main() -> None:
         while view.get(last) is None:
             time.sleep(0.2)
         print(f"{args.keys} keys counted and queryable after {time.perf_counter() - started:.1f}s")
-        if args.spark_nice:
-            print(f"the Spark JVM's threads reniced by {args.spark_nice}: {renice_children(args.spark_nice)}")
 
         stop = threading.Event()
         fed = [0]
