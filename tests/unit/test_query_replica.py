@@ -71,12 +71,17 @@ def test_sync_leaves_out_an_unfinished_batch(setup):
     assert dict(reads.all()) == {b"a": b"2", b"b": b"2"}
 
 
+def _applied(logs, replicas, batch: int, changes: dict) -> None:
+    """``changes`` committed as ``batch`` and applied by the following thread."""
+    replicas.follow()
+    replicas.committed(batch, _commit(logs, batch, changes))
+    replicas.stop_following()
+
+
 def test_a_scan_keeps_its_version_while_newer_batches_are_applied(setup):
     backend, logs, replicas = setup
     first = {p: {k: b"v0" for k in _keys(3000, p)} for p in range(3)}
-    replicas.committed(0, _commit(logs, 0, first))
-    replicas.follow()
-    replicas.stop_following()
+    _applied(logs, replicas, 0, first)
     reads = ReplicaReads(replicas, "s")
     expected = sorted((k, v) for kv in first.values() for k, v in kv.items())
     scan = reads.all()
@@ -102,10 +107,7 @@ def test_a_scan_keeps_its_version_while_newer_batches_are_applied(setup):
 
 def test_a_batch_written_in_chunks_is_seen_whole_or_not_at_all(setup, monkeypatch):
     backend, logs, replicas = setup
-    first = {p: {k: b"v0" for k in _keys(20, p)} for p in range(3)}
-    replicas.committed(0, _commit(logs, 0, first))
-    replicas.follow()
-    replicas.stop_following()
+    _applied(logs, replicas, 0, {p: {k: b"v0" for k in _keys(20, p)} for p in range(3)})
     reads = ReplicaReads(replicas, "s")
     before = dict(reads.all())
     monkeypatch.setattr(replica_module, "WRITE_CHUNK", 3)
@@ -118,10 +120,8 @@ def test_a_batch_written_in_chunks_is_seen_whole_or_not_at_all(setup, monkeypatc
         seen.append((dict(reads.all()), reads.get_many(_keys(20, 0) + [b"p1-new"])))
 
     monkeypatch.setattr(RocksDB, "write", write)
-    changes = {0: {k: b"v1" for k in _keys(20, 0)[::2]}, 1: {b"p1-new": b"n", **{k: None for k in _keys(20, 1)}}}
-    replicas.follow()
-    replicas.committed(1, _commit(logs, 1, changes))
-    replicas.stop_following()
+    _applied(logs, replicas, 1, {0: {k: b"v1" for k in _keys(20, 0)[::2]},
+                                 1: {b"p1-new": b"n", **{k: None for k in _keys(20, 1)}}})
     assert len(chunks) == 4 + 7 and [m for _, m in chunks].count(True) == 2   # 10 and 21 records, meta last
     assert all(n <= 3 for n, _ in chunks)
     assert all(scan == before and got == [b"v0"] * 20 + [None] for scan, got in seen)
