@@ -15,12 +15,14 @@ threads, the application's process and the clients (``query_http_bench.measure``
     .venv/bin/python benchmarks/query_bench.py [--keys 1000000] [--lookups 20000]
         [--clients 50] [--client-requests 20] [--client-procs 2] [--keep-alive]
         [--client http.client|raw] [--rate R [R ...]] [--http-only]
-        [--switch-interval S]
+        [--switch-interval S] [--trace] [--pollers N] [--spark-nice N]
 
 ``--rate R``: the HTTP clients in an open loop, ``R`` lookups/s together on a schedule,
 latency counted from each lookup's scheduled send (``query_http_bench.py``; 0: the
 closed loop; several: one after another). ``--http-only``: only the HTTP clients
-(no lookups, scans or tables on the driver).
+(no lookups, scans or tables on the driver). ``--trace``: where the lookups over
+20 ms spent their time (``query_trace.py``, debug only); ``--pollers N``: the endpoint's
+polling threads.
 """
 from __future__ import annotations
 
@@ -76,14 +78,15 @@ def percentile(samples: list[float], q: float) -> float:
     return float(np.percentile(np.array(samples), q))
 
 
-def concurrent_lookups(port: int, args: argparse.Namespace) -> None:
+def concurrent_lookups(port: int, args: argparse.Namespace, queries) -> None:
     """``--clients`` HTTP clients in processes of their own (spawned: never fork a
     process running a JVM), the server's CPU per request measured apart."""
     clients = argparse.Namespace(keys=args.keys, clients=args.clients, requests=args.client_requests,
                                  client_procs=args.client_procs, kind="get", page=1, keep_alive=args.keep_alive,
-                                 client=args.client, rate=args.rate)
+                                 client=args.client, rate=args.rate, trace=args.trace)
     for one in query_http_bench.each_rate(clients):
-        print("HTTP point lookups, " + query_http_bench.measure(port, one, "while the application runs"), flush=True)
+        print("HTTP point lookups, " + query_http_bench.measure(port, one, "while the application runs", queries),
+              flush=True)
 
 
 def driver_reads(view, args: argparse.Namespace) -> None:
@@ -144,10 +147,14 @@ def main() -> None:
                         help="raw: a socket and httptools' parser (less client CPU)")
     query_http_bench.add_rate_argument(parser)
     query_http_bench.add_switch_interval_argument(parser)
+    query_http_bench.add_trace_argument(parser)
+    parser.add_argument("--spark-nice", type=int, default=0, help="application_server_spark_nice: add this to "
+                        "the Spark JVM's nice value (the driver's threads get the cores first)")
     parser.add_argument("--http-only", action="store_true", help="only the HTTP clients (no driver lookups, "
                         "scans, tables)")
     args = parser.parse_args()
     query_http_bench.set_switch_interval(args)
+    query_http_bench.set_pollers(args)
     work = tempfile.mkdtemp(prefix="query-bench-")
     bootstrap = f"local://{work}/log"
     backend = open_backend(bootstrap)
@@ -159,7 +166,8 @@ def main() -> None:
      .group_by_key().count(materialized=Materialized.as_("counts")))
     app = Streams(builder.build(), StreamsConfig(application_id="query-bench", bootstrap=bootstrap,
                                                  state_dir=f"{work}/state", commit_interval=500,
-                                                 application_server="0"),
+                                                 application_server="0",
+                                                 application_server_spark_nice=args.spark_nice),
                   spark=spark)
     try:
         started = time.perf_counter()
@@ -189,7 +197,7 @@ def main() -> None:
         if not args.http_only:
             driver_reads(view, args)
         if args.clients:
-            concurrent_lookups(app._interactive().server.address[1], args)
+            concurrent_lookups(app._interactive().server.address[1], args, app._interactive())
         print(f"batches applied by the query replicas meanwhile: "
               f"{app._interactive().replicas.applied_versions - versions_before}; updates fed: {fed[0]:,}")
 

@@ -28,7 +28,7 @@ needs, so compare the server's CPU per request between trees, not only latencies
     .venv/bin/python benchmarks/query_http_bench.py [--keys 100000] [--clients 50]
         [--requests 20] [--client-procs 2] [--kind get|page] [--keep-alive]
         [--client http.client|raw] [--rate R [R ...]] [--switch-interval S]
-        [--profile F]
+        [--profile F] [--trace] [--pollers N]
 """
 from __future__ import annotations
 
@@ -50,6 +50,8 @@ import time
 
 import httptools
 import numpy as np
+
+import query_trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -160,7 +162,7 @@ def clients(port: int, keys: int, n: int, requests: int, kind: str, page: int, k
             raw: bool, seed: int, ready, go, out, schedule=None) -> None:
     """In a child process: ``n`` client threads, started together when ``go`` is set;
     puts ``(latencies ms, service times ms, failures, CPU seconds of this process, (first
-    send, last answer))`` on ``out``. Closed loop (``schedule`` ``None``): each client
+    send, last answer), [(key, scheduled, sent, answered)])`` on ``out``. Closed loop (``schedule`` ``None``): each client
     sends its next request as soon as it has its answer. Open loop (``schedule``
     ``(start, interval, offsets)``, ``start`` a shared value on ``time.monotonic()``'s
     clock, which every process shares): client ``i`` sends its ``k``-th request at
@@ -171,9 +173,9 @@ def clients(port: int, keys: int, n: int, requests: int, kind: str, page: int, k
     services: list[float] = []
     failures: list[str] = []
     span = [float("inf"), 0.0]   # the first send, the last answer
+    sends: list[tuple[str, float, float, float]] = []   # for --trace
 
-    def path(rng: random.Random) -> str:
-        k = key(rng.randrange(keys))
+    def path(k: str) -> str:
         return f"/stores/{STORE}/{k}" if kind == "get" else f"/stores/{STORE}?from={k}&limit={page}"
 
     def client(i: int) -> None:
@@ -190,14 +192,15 @@ def clients(port: int, keys: int, n: int, requests: int, kind: str, page: int, k
                     time.sleep(wait)
                 scheduled = due
                 due += interval
+            k = key(rng.randrange(keys))
             t = time.monotonic()
             try:
                 if raw:
                     conn = conn or RawConnection(port)
-                    status = conn.get(path(rng))
+                    status = conn.get(path(k))
                 else:
                     conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-                    conn.request("GET", path(rng))
+                    conn.request("GET", path(k))
                     response = conn.getresponse()
                     response.read()
                     status = response.status
@@ -213,6 +216,7 @@ def clients(port: int, keys: int, n: int, requests: int, kind: str, page: int, k
             span[0], span[1] = min(span[0], t), max(span[1], done)
             services.append((done - t) * 1000)
             latencies.append((done - (t if schedule is None else scheduled)) * 1000)
+            sends.append((k, t if schedule is None else scheduled, t, done))
         if conn is not None:
             conn.close()
 
@@ -223,12 +227,14 @@ def clients(port: int, keys: int, n: int, requests: int, kind: str, page: int, k
     ready.put(True)
     for thread in threads:
         thread.join()
-    out.put((latencies, services, failures, process_cpu_seconds() - cpu, span))
+    out.put((latencies, services, failures, process_cpu_seconds() - cpu, span, sends))
 
 
-def run_clients(port: int, args: argparse.Namespace) -> tuple[list[float], list[float], list[str], float, float]:
+def run_clients(port: int, args: argparse.Namespace) -> tuple[list[float], list[float], list[str], float, float,
+                                                              list[tuple[str, float, float, float]]]:
     """The clients in ``args.client_procs`` processes; their latencies, service times,
-    failures, CPU and the seconds from the first send to the last answer. With
+    failures, CPU, the seconds from the first send to the last answer and each lookup's
+    (key, scheduled, sent, answered). With
     ``args.rate`` (requests/s of all clients together) an open loop: the clients' sends
     are spread evenly over each ``args.clients / args.rate`` seconds, starting 0.5 s
     after every process is ready."""
@@ -255,7 +261,7 @@ def run_clients(port: int, args: argparse.Namespace) -> tuple[list[float], list[
         proc.join()
     return ([x for r in results for x in r[0]], [x for r in results for x in r[1]],
             [x for r in results for x in r[2]], sum(r[3] for r in results),
-            max(r[4][1] for r in results) - min(r[4][0] for r in results))
+            max(r[4][1] for r in results) - min(r[4][0] for r in results), [x for r in results for x in r[5]])
 
 
 def _scheduled_clients(port: int, args: argparse.Namespace, n: int, seed: int, ready, go, out, start,
@@ -293,16 +299,20 @@ class StallProbe:
                 f"max {max(late):.1f} ms, {sum(x > 10 for x in late)} times over 10 ms")
 
 
-def measure(port: int, args: argparse.Namespace, note: str) -> str:
+def measure(port: int, args: argparse.Namespace, note: str, queries=None) -> str:
     """Runs the clients against the endpoint on ``port`` (served by this process): the
     summary line, latencies and CPU per request apart for the server's HTTP threads,
-    the server process and the clients."""
+    the server process and the clients. With ``args.trace`` (and ``queries``, the
+    endpoint's): where the slow lookups' time went (:mod:`query_trace`), after it."""
     load = os.getloadavg()[0]
     accept_cpu, server_cpu = thread_cpu_seconds("streamlib-http-accept"), thread_cpu_seconds("streamlib-http")
     kernel_cpu = thread_cpu_seconds("streamlib-http", kernel=True)
     process_cpu = process_cpu_seconds()
     probe = StallProbe()
-    latencies, services, failures, client_cpu, seconds = run_clients(port, args)
+    trace = query_trace.Trace(queries) if getattr(args, "trace", False) and queries is not None else None
+    latencies, services, failures, client_cpu, seconds, sends = run_clients(port, args)
+    if trace is not None:
+        trace.stop()
     stalls = probe.stop()
     server_cpu = thread_cpu_seconds("streamlib-http") - server_cpu
     accept_cpu = thread_cpu_seconds("streamlib-http-accept") - accept_cpu
@@ -325,7 +335,7 @@ def measure(port: int, args: argparse.Namespace, note: str) -> str:
             f"CPU per request: server threads {server_cpu / n * 1000:.3f} ms (the accepting thread "
             f"{accept_cpu / n * 1000:.3f}, in the kernel {kernel_cpu / n * 1000:.3f}), server process "
             f"{process_cpu / n * 1000:.3f} ms, clients {client_cpu / n * 1000:.3f} ms; {stalls}; "
-            f"load {load:.2f} -> {os.getloadavg()[0]:.2f}")
+            f"load {load:.2f} -> {os.getloadavg()[0]:.2f}" + ("" if trace is None else "\n" + trace.report(sends)))
 
 
 def add_rate_argument(parser: argparse.ArgumentParser) -> None:
@@ -333,6 +343,17 @@ def add_rate_argument(parser: argparse.ArgumentParser) -> None:
                         help="open loop: requests/s of all clients together, each client's sent on a "
                         "schedule, latency counted from the scheduled time (wrk2); 0 (the default): closed "
                         "loop, each client's next request once it has its answer; several: one after another")
+
+
+def add_trace_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trace", action="store_true", help="debug: where the lookups over 20 ms spent their time "
+                        "(query_trace.py; wraps the endpoint's methods, so slower)")
+    parser.add_argument("--pollers", type=int, help="the endpoint's polling threads (server.QUICK_POLLERS)")
+
+
+def set_pollers(args: argparse.Namespace) -> None:
+    if args.pollers:
+        query_server.QUICK_POLLERS = args.pollers
 
 
 def add_switch_interval_argument(parser: argparse.ArgumentParser) -> None:
@@ -379,10 +400,12 @@ def main() -> None:
                         help="raw: a socket and httptools' parser (less client CPU)")
     add_rate_argument(parser)
     add_switch_interval_argument(parser)
+    add_trace_argument(parser)
     parser.add_argument("--threads", type=int, default=8, help="application_server_threads")
     parser.add_argument("--profile", help="write the HTTP threads' cProfile stats here")
     args = parser.parse_args()
     set_switch_interval(args)
+    set_pollers(args)
     profiles: list = []
     if args.profile:
         profiled_workers(profiles)
@@ -401,7 +424,7 @@ def main() -> None:
         feeder = threading.Thread(target=feed, name="feeder", daemon=True)
         feeder.start()
         for one in each_rate(args):
-            print(measure(store.queries.server.address[1], one, f"{store.batch} batches"), flush=True)
+            print(measure(store.queries.server.address[1], one, f"{store.batch} batches", store.queries), flush=True)
     finally:
         stop.set()
         store.queries.close()

@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 import uuid
 from typing import Callable, Iterable, Optional
 
@@ -36,6 +37,11 @@ APPLIED_OFFSET = b"changelog_offset"
 APPLIED_EPOCH = b"changelog_epoch"
 #: Changelog records read per ``read_arrow`` call while catching up.
 READ_CHUNK = 50_000
+#: Records per RocksDB write while a published replica takes a batch's changes:
+#: rocksdict holds the GIL for a whole write (and any I/O wait in it), so every other
+#: thread of the driver, the query endpoint's among them, waits at most one chunk's
+#: write, not a partition's whole batch (see :func:`_write_in_chunks`).
+WRITE_CHUNK = 256
 #: The following thread runs its idle hooks after this long without a batch.
 IDLE_SECONDS = 1.0
 #: Directory (under the application's state dir) holding the replicas.
@@ -262,7 +268,7 @@ class StoreReplicas:
             current.next = new      # next and keys before undo: a reader that sees undo can walk on
             current.undo = undo
             for (store, partition), (delta, resume, epoch) in deltas.items():
-                self._dbs[store][partition].write(delta.items(), _applied_meta(resume, epoch))
+                _write_in_chunks(self._dbs[store][partition], list(delta.items()), _applied_meta(resume, epoch))
         # Copies for other readers first: Spark SQL never shows an older batch than a
         # view already did.
         for hook in list(self.on_publish.values()):
@@ -435,6 +441,18 @@ def _close_quietly(db: RocksDB) -> None:
         db.close()
     except Exception as exc:
         log.debug("closing a deleted replica %s: %s", db.path, exc)
+
+
+def _write_in_chunks(db: RocksDB, items: list, meta: dict[bytes, Optional[bytes]]) -> None:
+    """``items`` in writes of :data:`WRITE_CHUNK`, the GIL let go between them; ``meta``
+    (the applied offset) with the last, so a crash half-way re-applies the batch from
+    the changelog. Readers are unaffected: the values these replace are in the undo
+    records already, and the version is published after the last write."""
+    for start in range(0, max(len(items), 1), WRITE_CHUNK):
+        last = start + WRITE_CHUNK >= len(items)
+        db.write(items[start:start + WRITE_CHUNK], meta if last else {})
+        if not last:
+            time.sleep(0)   # a thread waiting for the GIL takes it now, not a switch interval later
 
 
 def _applied_meta(offset: int, epoch: Optional[int]) -> dict[bytes, Optional[bytes]]:

@@ -43,8 +43,11 @@ IDLE_SECONDS = 30.0
 IDLE_CHECK_SECONDS = 1.0
 #: connections accepted before the selector thread looks at the others again
 ACCEPTS_PER_ROUND = 8
-#: threads that poll and answer ``quick`` requests (on epoll; at most the workers' number)
-QUICK_POLLERS = 4
+#: threads that poll and answer ``quick`` requests (on epoll; at most the workers' number):
+#: with the Spark JVM reniced (``application_server_spark_nice``) two beat four in each of
+#: 3 alternating pairs of closed-loop runs under Spark (p99 24-38 ms against 46-60 ms),
+#: fewer threads taking turns at the GIL (README)
+QUICK_POLLERS = 2
 #: connections waiting for a worker, per worker
 QUEUE_PER_THREAD = 16
 #: connections waiting to be told 503 at once; more are closed

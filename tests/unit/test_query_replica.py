@@ -8,10 +8,12 @@ import pytest
 from streamlib import Materialized, Produced, StreamsBuilder
 from streamlib.query.http import decode_key
 from streamlib.query.reads import NotYetQueryable, ReplicaReads
+from streamlib.query import replica as replica_module
 from streamlib.query.replica import StoreReplicas
 from streamlib.query.service import custom_partitioned
 from streamlib.serdes import Serdes
 from streamlib.state.changelog import Changelog
+from streamlib.state.rocksdb import RocksDB
 from streamlib.topics import default_partitioner, open_backend
 
 TOPIC = "app-s-changelog"
@@ -69,12 +71,17 @@ def test_sync_leaves_out_an_unfinished_batch(setup):
     assert dict(reads.all()) == {b"a": b"2", b"b": b"2"}
 
 
+def _applied(logs, replicas, batch: int, changes: dict) -> None:
+    """``changes`` committed as ``batch`` and applied by the following thread."""
+    replicas.follow()
+    replicas.committed(batch, _commit(logs, batch, changes))
+    replicas.stop_following()
+
+
 def test_a_scan_keeps_its_version_while_newer_batches_are_applied(setup):
     backend, logs, replicas = setup
     first = {p: {k: b"v0" for k in _keys(3000, p)} for p in range(3)}
-    replicas.committed(0, _commit(logs, 0, first))
-    replicas.follow()
-    replicas.stop_following()
+    _applied(logs, replicas, 0, first)
     reads = ReplicaReads(replicas, "s")
     expected = sorted((k, v) for kv in first.values() for k, v in kv.items())
     scan = reads.all()
@@ -96,6 +103,31 @@ def test_a_scan_keeps_its_version_while_newer_batches_are_applied(setup):
     now = dict(reads.all())
     assert now[b"p0-00000"] == b"v3" and b"p2-00000" not in now and now[b"p2-new-3-1"] == b"n"
     assert reads.get_many([b"p1-00007", b"p1-00001"]) == [b"v3", b"v0"]
+
+
+def test_a_batch_written_in_chunks_is_seen_whole_or_not_at_all(setup, monkeypatch):
+    backend, logs, replicas = setup
+    _applied(logs, replicas, 0, {p: {k: b"v0" for k in _keys(20, p)} for p in range(3)})
+    reads = ReplicaReads(replicas, "s")
+    before = dict(reads.all())
+    monkeypatch.setattr(replica_module, "WRITE_CHUNK", 3)
+    original, chunks, seen = RocksDB.write, [], []
+
+    def write(db, data, meta):   # between the chunks, a reader sees batch 0 exactly
+        data = list(data)
+        chunks.append((len(data), bool(meta)))
+        original(db, data, meta)
+        seen.append((dict(reads.all()), reads.get_many(_keys(20, 0) + [b"p1-new"])))
+
+    monkeypatch.setattr(RocksDB, "write", write)
+    _applied(logs, replicas, 1, {0: {k: b"v1" for k in _keys(20, 0)[::2]},
+                                 1: {b"p1-new": b"n", **{k: None for k in _keys(20, 1)}}})
+    assert len(chunks) == 4 + 7 and [m for _, m in chunks].count(True) == 2   # 10 and 21 records, meta last
+    assert all(n <= 3 for n, _ in chunks)
+    assert all(scan == before and got == [b"v0"] * 20 + [None] for scan, got in seen)
+    after = dict(reads.all())
+    assert after[b"p0-00000"] == b"v1" and after[b"p0-00001"] == b"v0" and after[b"p1-new"] == b"n"
+    assert not any(k.startswith(b"p1-0") for k in after) and replicas.published.batch == 1
 
 
 def test_a_reset_application_starts_from_its_new_changelog(setup, tmp_path):
