@@ -50,6 +50,7 @@ from streamlib.topics.partitioner import partition_array  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import query_http_bench  # noqa: E402
+from renice import renice_children  # noqa: E402
 
 PARTITIONS = 4
 
@@ -148,8 +149,8 @@ def main() -> None:
     query_http_bench.add_rate_argument(parser)
     query_http_bench.add_switch_interval_argument(parser)
     query_http_bench.add_trace_argument(parser)
-    parser.add_argument("--spark-nice", type=int, default=0, help="application_server_spark_nice: add this to "
-                        "the Spark JVM's nice value (the driver's threads get the cores first)")
+    parser.add_argument("--spark-nice", type=int, default=0, help="an experiment: add this to the nice value of "
+                        "the Spark JVM this bench started (the driver's threads get the cores first)")
     parser.add_argument("--http-only", action="store_true", help="only the HTTP clients (no driver lookups, "
                         "scans, tables)")
     args = parser.parse_args()
@@ -166,12 +167,12 @@ def main() -> None:
      .group_by_key().count(materialized=Materialized.as_("counts")))
     app = Streams(builder.build(), StreamsConfig(application_id="query-bench", bootstrap=bootstrap,
                                                  state_dir=f"{work}/state", commit_interval=500,
-                                                 application_server="0",
-                                                 application_server_spark_nice=args.spark_nice),
+                                                 application_server="0"),
                   spark=spark)
     try:
         started = time.perf_counter()
         app.start()
+        renice_children(args.spark_nice)
         step = args.keys // PARTITIONS
         for p in range(PARTITIONS):
             append_keyed(backend, [key(i) for i in range(p * step, (p + 1) * step)])

@@ -88,10 +88,6 @@ class StreamsConfig:
     application_server_request_timeout: Duration = timedelta(seconds=5)
     #: how long a scan cursor (``next``) can continue in its batch before it expires
     application_server_cursor_ttl: Duration = timedelta(minutes=1)
-    #: with ``application_server``: add this (0-19) to the nice value of the local Spark
-    #: JVM (and of the Python workers it starts), so that the driver's threads, the
-    #: endpoint's among them, get the cores before it (Linux; not undone at stop)
-    application_server_spark_nice: int = 0
     #: warm copies of each stateful task's stores on other executors of a cluster, kept
     #: current from the changelogs (Kafka Streams' ``num.standby.replicas``); ignored, with
     #: a log line, by ``local[n]`` (one executor)
@@ -121,10 +117,6 @@ class StreamsConfig:
                      "application_server_max_response_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-        if isinstance(self.application_server_spark_nice, bool) or not isinstance(self.application_server_spark_nice, int) \
-                or not 0 <= self.application_server_spark_nice <= 19:
-            raise ValueError(f"application_server_spark_nice must be an int from 0 to 19, "
-                             f"got {self.application_server_spark_nice!r}")
         self.commit_interval_ms = to_millis(self.commit_interval, "commit_interval")
         self.max_future_skew_ms: Optional[int] = (
             None if self.max_future_skew is None else to_millis(self.max_future_skew, "max_future_skew"))

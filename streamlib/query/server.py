@@ -44,9 +44,8 @@ IDLE_CHECK_SECONDS = 1.0
 #: connections accepted before the selector thread looks at the others again
 ACCEPTS_PER_ROUND = 8
 #: threads that poll and answer ``quick`` requests (on epoll; at most the workers' number):
-#: with the Spark JVM reniced (``application_server_spark_nice``) two beat four in each of
-#: 3 alternating pairs of closed-loop runs under Spark (p99 24-38 ms against 46-60 ms),
-#: fewer threads taking turns at the GIL (README)
+#: two beat four in each of 3 alternating pairs of closed-loop runs under Spark (p99 24-38
+#: ms against 46-60 ms, the bench's JVM reniced): fewer threads taking turns at the GIL (README)
 QUICK_POLLERS = 2
 #: connections waiting for a worker, per worker
 QUEUE_PER_THREAD = 16

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 from streamlib.config import StreamsConfig
 from streamlib.processors.stores import query_view
 from streamlib.runtime.batches import data_pass
-from streamlib.query import frozen, priority
+from streamlib.query import frozen
 from streamlib.query.metrics import ApplicationMetrics
 from streamlib.query.reads import ReplicaReads
 from streamlib.query.replica import StoreReplicas, merge_offsets
@@ -93,8 +93,6 @@ class Queries:
 
             self.server = QueryServer(self, self.metrics)
             self.server.start()
-            if self.config.application_server_spark_nice:
-                priority.renice_children(self.config.application_server_spark_nice)
 
     def pass_ran(self, task_reports: dict[str, dict]) -> None:
         """One pass of a batch ran (its tasks' reports): counted per task for ``/metrics``."""

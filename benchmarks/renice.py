@@ -1,16 +1,16 @@
-"""The query endpoint's share of the cores beside a local Spark JVM.
+"""An experiment of ``query_bench.py --spark-nice``: the query endpoint's share of the
+cores beside the local Spark JVM the bench started.
 
 On a machine with few cores, the Spark JVM of ``local[N]`` (the tasks, and the Python
 workers it starts) runs at the driver's priority, so while a batch runs the driver's
 threads wait for a core: a lookup's bytes reach a polling thread 20-40 ms late, and a
 thread holding the GIL waits for a core with every other thread of the driver behind
-it (``benchmarks/query_bench.py --trace``). ``application_server_spark_nice``
-(``StreamsConfig``) adds that much to the JVM's nice value: the driver's threads, the
-endpoint's among them, are given the cores first, the JVM everything they leave.
+it (``benchmarks/query_bench.py --trace``). ``--spark-nice N`` adds N to the JVM's nice
+value: the driver's threads, the endpoint's among them, are given the cores first, the
+JVM everything they leave. Not a library setting: a library does not change the
+priority of processes it did not start (README, issue 43).
 
-Linux only (``/proc``). Raising a nice value needs no privilege, lowering it back
-does: the JVM keeps it after the application stops (the session may outlive it), and
-each JVM is reniced once per process.
+Linux only (``/proc``). Raising a nice value needs no privilege, lowering it back does.
 """
 from __future__ import annotations
 
