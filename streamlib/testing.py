@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Optional
 
 from .config import StreamsConfig
-from .node_kinds import FK_LEFT_REPLICA
 from .processors.drops import add_drops
 from .processors.stores import KeyValueStoreView, SessionStoreView, WindowStoreView, query_view
 from .processors.stores.kinds import queryable_kind
@@ -84,17 +83,6 @@ class PendingRecords:
                 k = child
             heap[k] = last
         return top
-
-
-def _left_value_topics(topology: Topology, node: Any) -> list[str]:
-    """The topics a foreign-key join's left-value replica reads. Kafka Streams answers
-    a subscription in the left table's own task, against its store as it is then (a
-    response for an older left value is stale); here the left values travel to a
-    replica beside the responses, so the driver applies them as they are written,
-    before any response queued after the left change is taken."""
-    if node.kind != FK_LEFT_REPLICA.name:
-        return []
-    return [t for parent in node.parents for t in topology.nodes[parent].params.topics]
 
 
 @dataclass
@@ -233,7 +221,7 @@ class TopologyTestDriver:
         self._read_topics = self._task_topics | set(self._global_topics)
         self._pending = PendingRecords()
         #: a foreign-key join's left values, applied to its replica as they are written
-        self._at_once = {t for node in topology for t in _left_value_topics(topology, node)}
+        self._at_once = topology.fk_left_value_topics()
         #: tasks that ran once: a processor has its state (and a watermark) from then on
         self._begun: set[str] = set()
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional
 
-from .node_kinds import TABLE_FILTER, NodeKind, UnknownNodeKind, node_kind
+from .node_kinds import (FK_LEFT_REPLICA, FK_RESPONSE_JOIN, TABLE_FILTER, NodeKind, UnknownNodeKind,
+                         node_kind)
 from .node_params import NoParams, serde_defaults
 from .state.kinds import StoreKind
 
@@ -186,6 +187,32 @@ class Topology:
             if self.forwards_at_once(child):
                 return True
         return False
+
+    def fk_left_value_topics(self) -> set[str]:
+        """The topics a foreign-key join's left-value replica reads. Kafka Streams answers
+        a subscription in the left table's own task, against its store as it is then (a
+        response for an older left value is stale); here the left values travel to a
+        replica beside the responses, so they are applied as they are written, before any
+        response queued after the left change is taken (the driver's ``_write``; a
+        looping stage under Spark, ``spark.tasks.run_looping_tasks``)."""
+        return {topic for node in self.nodes.values() if node.kind == FK_LEFT_REPLICA.name
+                for parent in node.parents for topic in self.nodes[parent].params.topics}
+
+    def fk_self_join_inputs(self, name: str) -> Optional[frozenset[str]]:
+        """For a foreign-key join's response join ``name``: the topics of its left values
+        and of its answers when one sub-topology writes both (a table joined with itself,
+        or with a table of the same sub-topology), else None. Such a sub-topology sends
+        its left values and answers in the order Kafka Streams' driver would take them,
+        and its result's task takes the two topics as one sequence in that order."""
+        node = self.nodes[name]
+        if node.kind != FK_RESPONSE_JOIN.name:
+            return None
+        replica = next(n for n in self.nodes.values()
+                       if n.kind == FK_LEFT_REPLICA.name and n.params.store == node.params.store)
+        topics = [t for parent in (*replica.parents, *node.parents) for t in self.nodes[parent].params.topics]
+        writers = {sub.id for sub in self.subtopologies for n in sub.nodes
+                   if self.nodes[n].spec.repartition and self.nodes[n].params.topic in topics}
+        return frozenset(topics) if len(writers) == 1 else None
 
     def materialized_table(self, name: str) -> bool:
         """Whether the table node ``name`` makes is materialized in Kafka Streams' sense

@@ -41,6 +41,8 @@ def build_processors(topology: Topology, sub: SubTopology,
         processors[name].send_old_values = topology.sends_old_values(name)
         processors[name].caching = context.caching and all(
             topology.stores[store].caching for store in node.stores) and not topology.forwards_at_once(name)
+        if isinstance(processors[name], ResponseJoinProcessor):
+            processors[name].in_order = topology.fk_self_join_inputs(name) is not None
     for name in sub.nodes:
         for parent in topology.nodes[name].parents:
             processors[parent].children.append(processors[name])

@@ -27,8 +27,11 @@ end of the batch, a subscription of a later left value. So a response that is no
 the replica's current value waits, until the end of the batch, for a left value of its
 key with its hash; only then is it dropped as stale. An answer to a value the replica
 held earlier in the batch is taken as the driver took it, between that value and the
-next (:class:`_BatchValues`): a stage that subscribes to itself sends a key's updates one
-by one, each answered before the next.
+next (:class:`_BatchValues`). A self join (the left values and answers come from one
+sub-topology: ``Topology.fk_self_join_inputs``) needs neither: that sub-topology sends
+both in one sequence, in the order the driver takes them (``spark.tasks.run_looping_tasks``),
+and its result's task takes them in that order (``in_order``), so a response not for the
+current left value is stale at once, as in the driver.
 """
 from __future__ import annotations
 
@@ -239,8 +242,15 @@ class ResponseJoinProcessor(_FkProcessor):
         self.batch = _BatchValues(self.key_serde, self.value_serde)
         self.context.peers[(FK_RESPONSE_JOIN.name, self.node.params.store)] = self
 
+    #: the left values and answers come in the order Kafka Streams' driver takes them (a
+    #: self join: ``Topology.fk_self_join_inputs``; set when wiring): an answer not to the
+    #: current left value is stale at once, as there
+    in_order = False
+
     def left_value_applied(self, key: Any, value: Any) -> None:
         """The replica took a new value of ``key``: answer the responses that waited for it."""
+        if self.in_order:
+            return
         self.batch.applied.append((key, value))
         if not self.waiting:   # the common case: no key is serialized per left value
             return
@@ -262,6 +272,9 @@ class ResponseJoinProcessor(_FkProcessor):
         current_value = None if current is None else current[0]
         raw = None if current_value is None else self.value_serde.serialize(current_value)
         if value_hash(raw) != parts[0]:
+            if self.in_order:
+                self.drop("stale_response", record)
+                return
             earlier = self.batch.answered_value(bytes(record.key), parts[0])
             if earlier is _NOT_OF_THIS_BATCH:
                 self.waiting.setdefault(bytes(record.key), []).append(record)
@@ -269,7 +282,7 @@ class ResponseJoinProcessor(_FkProcessor):
             if earlier is _SUPERSEDED:
                 return
             current_value = earlier
-        else:
+        elif not self.in_order:
             self.batch.emitted(bytes(record.key))
         foreign = self.right_serde.deserialize(parts[1]) if len(parts) > 1 else None
         if foreign is None and (not self.left or current_value is None):
@@ -286,11 +299,11 @@ _SUPERSEDED = object()
 
 class _BatchValues:
     """The left values a response join's replica took in this batch, in order, for the
-    answers to a value it held earlier in the batch. A stage that sends the foreign-key
-    subscriptions to itself (``spark.tasks.run_looping_tasks``) forwards a key's updates
-    one by one, each answered before the next, as the driver does; a later stage then
-    applies them all before the answers (its task takes both topics by timestamp). The
-    driver answered each while its value was current, and a later answer replaced its
+    answers to a value it held earlier in the batch (not for a self join: ``in_order``).
+    The left table's stage forwards a key's updates one by one, and the right table's
+    answers them; the result's stage applies them all before the answers (its task takes
+    both topics by timestamp, left values first at equal ones). The driver answered each
+    while its value was current, and a later answer replaced its
     result: so an answer to an earlier value of the batch yields its result when no answer
     to a later value came yet (none may come: an inner join's unmatched update), else
     nothing; it is never stale. Indexed only once such an answer comes."""

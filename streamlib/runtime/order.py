@@ -12,13 +12,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
-def processing_order(table: pa.Table) -> np.ndarray:
-    """Row indices of ``table`` (columns topic, partition, offset, timestamp) in processing order."""
+def processing_order(table: pa.Table, together: frozenset[str] = frozenset()) -> np.ndarray:
+    """Row indices of ``table`` (columns topic, partition, offset, timestamp) in processing
+    order. The rows of the topics in ``together`` are one sequence per partition, in offset
+    order across those topics: a foreign-key self join's left values and answers, which
+    its sub-topology numbers in the order Kafka Streams' driver takes them
+    (``Topology.fk_self_join_inputs``).
+
+    >>> t = pa.table({"topic": ["l", "r", "l"], "partition": [0, 0, 0], "offset": [2, 1, 0],
+    ...               "timestamp": [5, 9, 5]})
+    >>> processing_order(t).tolist(), processing_order(t, frozenset({"l", "r"})).tolist()
+    ([2, 0, 1], [2, 1, 0])
+    """
     if table.num_rows == 0:
         return np.empty(0, dtype=np.int64)
     topics = pc.dictionary_encode(table.column("topic")).combine_chunks()
     topic_rank = np.empty(len(topics.dictionary), dtype=np.int64)
     topic_rank[pc.sort_indices(topics.dictionary).to_numpy()] = np.arange(len(topics.dictionary))
+    if together:
+        joined = np.asarray(pc.is_in(topics.dictionary, pa.array(sorted(together), pa.string())), dtype=bool)
+        if joined.any():
+            topic_rank[joined] = topic_rank[joined].min()
     origin = (topic_rank[topics.indices.to_numpy(zero_copy_only=False)] << 32
               | table.column("partition").to_numpy().astype(np.int64))
     by_origin = np.lexsort((table.column("offset").to_numpy(), origin))

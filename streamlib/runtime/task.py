@@ -71,6 +71,10 @@ class Task:
         self.sources: dict[str, SourceProcessor] = {
             topic: proc for proc in self.processors.values() if isinstance(proc, SourceProcessor)
             for topic in proc.node.params.topics}
+        #: input topics taken as one sequence (a foreign-key self join's left values and
+        #: answers, in the order its sub-topology sent them: ``Topology.fk_self_join_inputs``)
+        self.in_order_topics: frozenset[str] = frozenset().union(
+            *(topology.fk_self_join_inputs(name) or () for name in sub.nodes))
         self._stores: Any = None
         self._views: list[TypedStore] = []
         #: replicas of the global tables this task joins (store name -> byte store),
@@ -188,11 +192,11 @@ class Task:
             if encoding is InputEncoding.WINDOW_COUNTS:
                 self._process_window_counts(table)
             elif encoding is InputEncoding.COUNTED:
-                self._process_counted(table.take(processing_order(table)))
+                self._process_counted(table.take(processing_order(table, self.in_order_topics)))
             elif encoding is InputEncoding.WINDOW_FOLDS:
-                self._process_folds(table.take(processing_order(table)))
+                self._process_folds(table.take(processing_order(table, self.in_order_topics)))
             else:
-                self._process_table(table.take(processing_order(table)))
+                self._process_table(table.take(processing_order(table, self.in_order_topics)))
 
     def _batch_child_for(self, encoding: InputEncoding, method: str) -> tuple:
         """The batch child that takes rows of ``encoding`` (its ``method``)."""
@@ -209,7 +213,7 @@ class Task:
         raw = pc.is_null(table.column("inputs"))
         if pc.any(raw).as_py():
             rows = table.filter(raw)
-            self._process_records(rows.take(processing_order(rows)))
+            self._process_records(rows.take(processing_order(rows, self.in_order_topics)))
         rows = table.filter(pc.invert(raw))
         if rows.num_rows == 0:
             return

@@ -318,8 +318,9 @@ class TaskRun:
         self._sent += taken.num_rows
         return taken.set_column(2, "offset", pa.array(np.arange(sent, sent + taken.num_rows, dtype=np.int64)))
 
-    def finish(self, sink_producer: str) -> tuple[pa.Table, dict]:
-        """Commit the stores, append the sink rows; the rows for repartitions and the metrics."""
+    def finish(self, sink_producer: str, combine: bool = True) -> tuple[pa.Table, dict]:
+        """Commit the stores, append the sink rows; the rows for repartitions (``combine``:
+        those for ``plan.combined_topics`` combined per key) and the metrics."""
         plan, task, backend, stores = self.plan, self.task, self.backend, self.stores
         with paused_gc():
             self.punctuate()
@@ -358,7 +359,7 @@ class TaskRun:
             metrics["changelog_positions"] = stores.changelog_positions()
         self.committed = True
         repartitioned = output.filter(internal)
-        if plan.combined_topics:
+        if plan.combined_topics and combine:
             repartitioned = combine_task_rows(repartitioned, plan.combined_topics)
         return repartitioned, metrics
 
@@ -402,8 +403,16 @@ def run_looping_tasks(plan: StagePlan, batch_id: int, stream_time: int, task_row
     for those repartitions go to the task of their key (Spark's hash, as a shuffle by
     key would send them), round after round until none is left — and only then does
     every task commit. Updates are not cached between records here: a foreign-key
-    subscription must be in place before the next record looks for it."""
+    subscription must be in place before the next record looks for it.
+
+    The rows for later stages leave as one sequence (partition 0, offsets in order) in
+    the order the driver takes them: of each round, a foreign-key join's left values
+    first (the driver applies them as they are written,
+    ``Topology.fk_left_value_topics``), then the rest as written. A self join's result
+    task takes its left values and answers in that order (``Topology.fk_self_join_inputs``)."""
     runs: dict[int, TaskRun] = {}
+    at_once = pa.array(sorted(plan.topology.fk_left_value_topics() & plan.internal_topics), pa.string())
+    onward: list[pa.Table] = []
 
     def run_of(partition: int) -> TaskRun:
         if partition not in runs:
@@ -417,8 +426,12 @@ def run_looping_tasks(plan: StagePlan, batch_id: int, stream_time: int, task_row
         for _ in range(MAX_LOOP_ROUNDS):
             for partition, rows in pending.items():
                 run_of(partition).process(rows)
-            sent = [run.take_output(plan.loops) for run in runs.values()]
-            sent = pa.concat_tables(sent) if len(sent) > 1 else sent[0]
+            taken = [run.take_output(plan.internal_topics) for run in runs.values()]
+            taken = pa.concat_tables(taken) if len(taken) > 1 else taken[0]
+            looped = pc.is_in(taken.column("topic"), pa.array(sorted(plan.loops), pa.string()))
+            first = pc.is_in(taken.column("topic"), at_once)
+            onward.extend([taken.filter(first), taken.filter(pc.invert(pc.or_(looped, first)))])
+            sent = taken.filter(looped)
             if sent.num_rows == 0:
                 return
             targets = pa.array(key_partitions(sent.column("key"), plan.num_partitions), pa.int32())
@@ -439,12 +452,20 @@ def run_looping_tasks(plan: StagePlan, batch_id: int, stream_time: int, task_row
         drain({})
         with plan.backend.open().group_commit():   # (as in stage_function: one round of fsyncs)
             for partition, run in runs.items():
-                output, metrics = run.finish(sink_producer)
+                output, metrics = run.finish(sink_producer, combine=False)
                 report({"tasks": {task_id(plan.sub_id, partition): metrics}})
-                yield from output.to_batches()
+                onward.append(output)
+        yield from one_sequence(pa.concat_tables(onward), plan.combined_topics).to_batches()
     finally:
         for run in runs.values():
             run.close()
+
+
+def one_sequence(rows: pa.Table, combined_topics: frozenset[str]) -> pa.Table:
+    """A looping stage's rows for later stages, in order, as one task's (partition 0)."""
+    rows = rows.set_column(1, STAGE_SCHEMA.field("partition"), constant_int32(0, rows.num_rows))
+    rows = rows.set_column(2, STAGE_SCHEMA.field("offset"), pa.array(np.arange(rows.num_rows, dtype=np.int64)))
+    return combine_task_rows(rows, combined_topics) if combined_topics else rows
 
 
 def write_sinks(backend: Any, rows: pa.Table, producer_id: str, batch_id: int) -> None:

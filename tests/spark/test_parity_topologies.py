@@ -465,24 +465,19 @@ def test_a_foreign_key_self_join_of_a_left_row_set_and_deleted_in_one_batch_send
     assert on_spark.outputs["out0"] == [] and on_spark.metrics["dropped_records"] == 1   # the null key
 
 
-STILL_OPEN = pytest.mark.xfail(strict=True, reason=(
-    "open (issue 40): c's answers reach the result's task before c's left values a, None; the delete's "
-    "answer matches the replica's 'no row' from before the batch and is taken at once, then a's answer: "
-    "c -> a|a stays"))
-
-
-@pytest.mark.parametrize("second", [("c", 27002), pytest.param(("a", 27002), marks=STILL_OPEN)],
+@pytest.mark.parametrize("second", [("c", 27002), ("a", 27002)],
                          ids=["drops", "stores"])
 def test_a_foreign_key_self_join_whose_right_side_maps_the_table_first(spark, second):
     """The soak's second case of the family (2026-11-29), ``t1.filter.filter.join(
     t1.map_values.filter, foreign_key=value)``, restart after t1's first record. Its
     sub-topology subscribes to itself, so Spark runs it as the driver does, answering each
-    update before the next (``spark.tasks.run_looping_tasks``); the result's task then
-    takes the run's left values and answers by timestamp. With ``a -> c`` first an answer
+    update before the next (``spark.tasks.run_looping_tasks``). When the result's task
+    took the run's left values and answers by timestamp, with ``a -> c`` first an answer
     to a's earlier value of the batch came after a's later value and was dropped as stale
-    (the driver took it in between and drops nothing): now it is taken as the driver did
-    (``fk_joins._BatchValues``). With ``a -> a`` first Spark keeps ``c -> a|a`` where the
-    driver's result ends empty: still open (``STILL_OPEN``)."""
+    (the driver took it in between and drops nothing), and with ``a -> a`` first c's
+    answers came before c's left values a, None and Spark kept ``c -> a|a`` where the
+    driver's result ends empty. Now the result's task takes the left values and answers
+    in the order the loop sent them, as the driver takes them (``Topology.fk_self_join_inputs``)."""
     topology = (TableJoin(Table("t1", ("filter", "filter")), Table("t1", ("map_values", "filter")), "join",
                           foreign_key=True),)
     a_value, a_time = second
@@ -493,31 +488,25 @@ def test_a_foreign_key_self_join_whose_right_side_maps_the_table_first(spark, se
     assert_same(driver, on_spark, table_outputs(topology))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (issue 40): b's answer to b, sent with b's change to a, is taken before b's left value a; the "
-    "driver takes that left value first and drops the answer as stale"))
 def test_a_foreign_key_self_join_drops_an_answer_sent_with_the_next_left_value(spark):
     """Found by ``make parity-soak`` (2026-11-29, 09:12 UTC): ``t1.join(t1.map_values.map_values,
     foreign_key=value)``, batches of 3. ``b -> b`` then ``b -> a`` at one timestamp: the
     second change also changes the right row ``b``, whose answer to b's subscription (for the
     left value ``b``) is sent with b's new left value. The driver takes the left value first and
     drops the answer as stale; Spark's result task takes it while ``b`` is still current (it
-    waited for ``b``). Final tables equal, drops not. The result's task would need to know
-    which input record sent each left value and answer (the looping stage's order) to take
-    them as the driver does."""
+    waited for ``b``). Final tables equal, drops not. Now the looping stage sends a round's
+    left values before its answers, in one sequence the result's task takes in that order."""
     topology = (TableJoin(Table("t1"), Table("t1", ("map_values", "map_values")), "join", foreign_key=True),)
     records = dict(NO_RECORDS, t1=[("c", "a", 23002), ("b", "b", 2), ("b", "a", 2), ("b", "a", 4002),
                                    ("c", "a", 2002), ("a", None, 16002), ("c", "c", 26002)])
     check(spark, topology, records, batch=3, restart=None)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (issue 40): the driver drops 1 answer as stale; Spark 0 (main before 4d8b7d0: 2)"))
 def test_a_foreign_key_self_join_of_a_mapped_table_across_a_restart_drops_as_the_driver(spark):
     """Found by ``make parity-soak`` (2026-11-29, 09:41 UTC): ``t2.map_values.join(t2.filter,
     foreign_key=value)``, ``a`` set to a, a, c, a, a at one timestamp, a restart after two.
     The same family: which answers are stale depends on the order in which the looping
-    stage sent left values and answers, which the result's task does not know."""
+    stage sent left values and answers, which the result's task now takes as sent."""
     topology = (TableJoin(Table("t2", ("map_values",)), Table("t2", ("filter",)), "join", foreign_key=True),)
     records = dict(NO_RECORDS, t2=[("a", "a", 3), ("a", "a", 3), ("a", "c", 3), ("a", "a", 3), ("a", "a", 3)])
     check(spark, topology, records, batch=None, restart=2)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from streamlib import Consumed, Materialized, Produced, StreamsBuilder
+from streamlib.node_kinds import FK_RESPONSE_JOIN
 
 from streams_helpers import I, S, driver_for
 
@@ -194,3 +195,28 @@ def test_describe_shows_the_subscription_and_response_topics():
         assert len(fk.topology.subtopologies) == 3   # left, right, result
     finally:
         fk._cm.__exit__(None, None, None)
+
+
+def fk_inputs(topology) -> list:
+    """``Topology.fk_self_join_inputs`` of the topology's response join."""
+    return [topology.fk_self_join_inputs(n.name) for n in topology if n.kind == FK_RESPONSE_JOIN.name]
+
+
+def test_a_self_join_takes_its_left_values_and_answers_as_one_sequence():
+    """A table joined with itself: one sub-topology writes the left values and the answers,
+    so the result's task takes them in the order sent; two tables: each by timestamp."""
+    fk = FkJoin(False)
+    try:
+        assert fk_inputs(fk.topology) == [None]
+        assert fk.topology.fk_left_value_topics() == {
+            t for t in fk.topology.subtopologies[2].repartition_inputs if "LEFT-VALUES" in t}
+    finally:
+        fk._cm.__exit__(None, None, None)
+    builder = StreamsBuilder()
+    table = builder.table("t", consumed=Consumed.with_(S, S))
+    table.join(table.map_values(str.upper), joiner, foreign_key_extractor=lambda v: v).to_stream().to("out")
+    topology = builder.build()
+    [inputs] = fk_inputs(topology)
+    result = next(sub for sub in topology.subtopologies if set(sub.repartition_inputs) == inputs)
+    assert len(inputs) == 2 and all("LEFT-VALUES" in t or "RESPONSE" in t for t in inputs)
+    assert not set(result.source_topics)

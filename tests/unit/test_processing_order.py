@@ -62,3 +62,11 @@ def test_random_batches_follow_the_greedy_rule_exactly(seed):
         records.append((*origin, offset, rng.randrange(-1, 12) * rng.choice([1, 1, 1000])))
     rng.shuffle(records)
     assert processing_order(rows(records)).tolist() == greedy_order(records)
+
+
+def test_topics_taken_together_are_one_sequence_per_partition():
+    """A foreign-key self join's left values and answers (``together``): offset order
+    across the two topics, whatever their timestamps; other topics merge by timestamp."""
+    table = rows([("l", 0, 0, 9), ("r", 0, 1, 2), ("l", 0, 2, 5), ("x", 0, 0, 4)])
+    assert processing_order(table).tolist() == [1, 3, 0, 2]
+    assert processing_order(table, frozenset({"l", "r"})).tolist() == [3, 0, 1, 2]
