@@ -115,6 +115,12 @@ def run_spark(spark: Any, workspace: Workspace, topology: Topology, inputs: list
         return Outcome(stores, written, app.metrics(), app._plan.physical.applied, app._plan.passes_in_reader)
     finally:
         app.stop()
+        # stop() keeps the query replicas open (queries after a stop) for the process's
+        # life: a soak of hundreds of cases in one process ran out of file descriptors.
+        # A later run on this workspace opens them again, as a restarted process would.
+        if app._queries is not None:
+            app._queries.close()
+            app._queries = None
 
 
 def run_both(spark: Any, root: Path, build: Callable[[], Topology], inputs: list[Input],
