@@ -95,6 +95,10 @@ class TaskStore:
         except StoreLockTimeout:
             raise
         except Exception as exc:
+            if _out_of_resources(exc):
+                # the process (or disk) is out of something, the copy is not damaged:
+                # dropping it would throw state away for nothing, and the reopen fails too
+                raise
             # The copy is local, rebuildable state (DESIGN.md): a damaged one is treated
             # like a lost one, rebuilt from its changelog (a store without one, such as
             # the task's local metadata, starts empty, as after a lost state directory).
@@ -315,3 +319,12 @@ class TaskStore:
 
     def close(self) -> None:
         self._db.close()
+
+
+#: RocksDB's words for an open that failed for want of a resource, not a damaged copy
+#: (rocksdict raises a plain ``Exception`` with RocksDB's status text).
+_RESOURCE_ERRORS = ("Too many open files", "No space left on device", "Cannot allocate memory")
+
+
+def _out_of_resources(exc: BaseException) -> bool:
+    return any(words in str(exc) for words in _RESOURCE_ERRORS)

@@ -150,3 +150,29 @@ def test_task_metadata_restores_from_its_topic(tmp_path, backend):
     with open_copy(tmp_path, backend, meta_changelog_topic="app-meta") as stores:
         stores.begin(1)
         assert stores.meta_get("stream_time") == b"99"
+
+
+@pytest.mark.parametrize("words", ["Too many open files", "No space left on device"])
+def test_a_copy_that_cannot_be_opened_for_want_of_a_resource_is_kept_and_the_error_raised(
+        tmp_path, backend, monkeypatch, words):
+    """A soak that ran out of file descriptors had its stores' local copies dropped as
+    damaged (and those without a changelog restored from nothing): such an error is the
+    process's, not the copy's."""
+    with open_copy(tmp_path, backend) as stores:
+        run(stores, 0, [(b"k", b"1")])
+    real_open = RocksDB.open
+
+    def failing_open(path, *args, **kwargs):
+        if str(path).endswith("counts"):
+            raise Exception(f"IO error: While opendir: {path}: {words}")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(RocksDB, "open", staticmethod(failing_open))
+    with pytest.raises(Exception, match=words):
+        open_copy(tmp_path, backend)
+    monkeypatch.setattr(RocksDB, "open", real_open)
+    with open_copy(tmp_path, backend) as stores:
+        stores.begin(1)
+        assert contents(stores) == [(b"k", b"1")]
+        assert stores.metrics()["restored_records"] == 0
+        assert stores.metrics()["stores"]["counts"]["dropped_copies"] == 0
