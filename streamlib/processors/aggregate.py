@@ -9,6 +9,7 @@ from ..node_kinds import AGGREGATE, COUNT, TABLE_AGGREGATE
 from ..node_params import AggregateOp
 from ..serdes import Serde
 from ..serdes import payloads
+from .columnar import row_headers
 from .drops import row_where
 from .record import Change, Record
 from .registry import processes
@@ -95,9 +96,7 @@ class StreamCountProcessor(StreamAggregateProcessor):
         previous = self.store.get_many_by_bytes(kbs)
         last_rows = rows.take(groups.column("row_max"))
         keys = self.store.key_serde.deserialize_column(groups.column("key"))
-        headers = last_rows.column("headers")
-        headers = ([tuple((h["key"], h["value"]) for h in hs) if hs else () for hs in headers.to_pylist()]
-                   if pc.sum(pc.list_value_length(headers)).as_py() else [()] * len(kbs))
+        headers = row_headers(last_rows.column("headers")) or [()] * len(kbs)
         olds = [None if prev is None else prev[0] for prev in previous]
         news = [(old or 0) + n for old, n in zip(olds, _numbers(groups.column("weight_sum")))]
         timestamps = [newest if prev is None else max(newest, prev[1])

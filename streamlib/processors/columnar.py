@@ -172,6 +172,14 @@ def headers_array(headers: list[tuple]) -> pa.Array:
     return pa.array([[{"key": k, "value": v} for k, v in h] for h in headers], HEADER_TYPE)
 
 
+def row_headers(headers: pa.ChunkedArray) -> Optional[list[tuple]]:
+    """Each row's headers as a :class:`Record` has them (tuples of ``(key, value)``), the
+    inverse of :func:`headers_array`; None when no row has any (the common case)."""
+    if not pc.sum(pc.list_value_length(headers)).as_py():
+        return None
+    return [tuple((h["key"], h["value"]) for h in hs) if hs else () for hs in headers.to_pylist()]
+
+
 def output_tuples(rows: pa.Table) -> list[tuple]:
     """:data:`OUTPUT_SCHEMA` rows back as emitted tuples (headers as tuples of pairs)."""
     columns = [rows.column(name).to_pylist() for name in OUTPUT_SCHEMA.names]

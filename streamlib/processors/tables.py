@@ -5,11 +5,10 @@ from itertools import repeat
 from typing import Any, Optional
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..node_kinds import TABLE_FILTER, TABLE_MAP_VALUES, TABLE_SELECT, TABLE_SOURCE
 from .base import Processor
-from .columnar import chain_below, headers_array, run_chain
+from .columnar import chain_below, headers_array, row_headers, run_chain
 from .record import Change, Record
 from .registry import processes
 
@@ -115,10 +114,7 @@ class TableSourceProcessor(StatefulProcessor):
         partitions = rows.column("partition").to_numpy().tolist()
         offsets = rows.column("offset").to_numpy().tolist()
         topics = rows.column("topic").to_pylist()
-        hdrs = None   # each row's headers as a Record has them; None: no row has any
-        column = rows.column("headers")
-        if pc.sum(pc.list_value_length(column)).as_py():
-            hdrs = [tuple((h["key"], h["value"]) for h in hs) if hs else () for hs in column.to_pylist()]
+        hdrs = row_headers(rows.column("headers"))
         last: dict[bytes, int] = {}   # key bytes -> its last row, in the order of first rows
         for i, (kb, key) in enumerate(zip(kbs, keys)):
             if key is None:

@@ -412,6 +412,7 @@ def run_looping_tasks(plan: StagePlan, batch_id: int, stream_time: int, task_row
     task takes its left values and answers in that order (``Topology.fk_self_join_inputs``)."""
     runs: dict[int, TaskRun] = {}
     at_once = pa.array(sorted(plan.topology.fk_left_value_topics() & plan.internal_topics), pa.string())
+    loops = pa.array(sorted(plan.loops), pa.string())
     onward: list[pa.Table] = []
 
     def run_of(partition: int) -> TaskRun:
@@ -428,7 +429,7 @@ def run_looping_tasks(plan: StagePlan, batch_id: int, stream_time: int, task_row
                 run_of(partition).process(rows)
             taken = [run.take_output(plan.internal_topics) for run in runs.values()]
             taken = pa.concat_tables(taken) if len(taken) > 1 else taken[0]
-            looped = pc.is_in(taken.column("topic"), pa.array(sorted(plan.loops), pa.string()))
+            looped = pc.is_in(taken.column("topic"), loops)
             first = pc.is_in(taken.column("topic"), at_once)
             onward.extend([taken.filter(first), taken.filter(pc.invert(pc.or_(looped, first)))])
             sent = taken.filter(looped)
