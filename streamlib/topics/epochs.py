@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from typing import Optional
 
@@ -34,9 +35,22 @@ class EpochUnknown(TopicsError):
     """A reader's epoch is newer than every epoch of the log: it read another log."""
 
 
+_last_first_epoch = 0
+_first_epoch_lock = threading.Lock()
+
+
 def first_epoch(now_ms: Optional[int] = None) -> int:
-    """The first epoch of a topic created now (above every epoch of an older topic)."""
-    return (int(time.time() * 1000) if now_ms is None else now_ms) << 20
+    """The first epoch of a topic created now (above every epoch of an older topic).
+
+    Strictly increasing within a process: a topic deleted and created again in the
+    same millisecond still starts above the one it replaces.
+    """
+    global _last_first_epoch
+    with _first_epoch_lock:
+        epoch = max((int(time.time() * 1000) if now_ms is None else now_ms) << 20,
+                    _last_first_epoch + (1 << 20))
+        _last_first_epoch = epoch
+        return epoch
 
 
 def read_history(directory: str) -> History:

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from streamlib.state import StoreSpec, open_task_stores
 from streamlib.topics import open_backend
-from streamlib.topics.epochs import EPOCHS_FILE, diverged_at, epoch_of_end
+from streamlib.topics.epochs import EPOCHS_FILE, diverged_at, epoch_of_end, first_epoch
 
 
 def produce(backend, topic, values):
@@ -63,6 +63,12 @@ def test_a_new_topic_starts_an_epoch_above_older_topics(tmp_path):
     [(again, _)] = backend.epoch_history("t", 0)
     assert again > first
     assert diverged_at(backend.epoch_history("t", 0), 0, 0, first, 50) == 0  # back to the new start
+
+
+def test_topics_created_in_the_same_millisecond_get_increasing_epochs():
+    first = first_epoch(now_ms=1000)
+    again = first_epoch(now_ms=1000)
+    assert again >= first + (1 << 20)  # above the bumps the first topic may have had
 
 
 def test_a_cut_tail_starts_an_epoch_where_offsets_are_handed_out_again(tmp_path, caplog):
