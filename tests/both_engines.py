@@ -121,6 +121,7 @@ def run_spark(spark: Any, workspace: Workspace, topology: Topology, inputs: list
         if app._queries is not None:
             app._queries.close()
             app._queries = None
+        workspace.backend.close()  # the write locks of the input's partitions (reopened on use)
 
 
 def run_both(spark: Any, root: Path, build: Callable[[], Topology], inputs: list[Input],

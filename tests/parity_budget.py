@@ -10,13 +10,46 @@ from __future__ import annotations
 
 import functools
 import os
+import subprocess
+import sys
+import threading
 import time
 from typing import Callable, Optional
 
 import pytest
 
 MINUTES = float(os.environ.get("PARITY_MINUTES", "0"))
+#: a soak case still running after this many seconds writes the JVMs' thread dumps
+HUNG_CASE_SECONDS = float(os.environ.get("PARITY_HUNG_CASE_SECONDS", "600"))
 _started: Optional[float] = None
+
+
+def _java_children() -> list[int]:
+    """Pids of the JVMs this process started (the SparkSession's driver)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/comm") as f:
+                comm = f.read().strip()
+        except (OSError, IndexError, ValueError):
+            continue
+        if int(fields[1]) == os.getpid() and comm == "java":
+            pids.append(int(entry))
+    return pids
+
+
+def dump_threads_of_a_hung_case() -> None:
+    """Write the driver JVM's threads (``jstack``) beside the soak's output: a case
+    that hung once (a Python callback blocked sending to the JVM, 25 minutes) left only
+    the Python side's stacks to read."""
+    for pid in _java_children():
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"parity-hung-case-jstack-{pid}-{int(time.time())}.txt")
+        with open(path, "w") as out:
+            subprocess.run(["jstack", "-l", str(pid)], stdout=out, stderr=subprocess.STDOUT, timeout=120)
+        print(f"parity soak: a case ran over {HUNG_CASE_SECONDS:g} s; the JVM's threads: {path}",
+              file=sys.__stderr__, flush=True)
 
 
 class TimeUp(pytest.skip.Exception):
@@ -56,6 +89,10 @@ class Budget:
         def watched(*args, **kwargs):
             self.new_case()
             self.cases += 1
+            watchdog = threading.Timer(HUNG_CASE_SECONDS, dump_threads_of_a_hung_case)
+            watchdog.daemon = True
+            if MINUTES:
+                watchdog.start()
             try:
                 return inner(*args, **kwargs)
             except TimeUp:
@@ -63,6 +100,8 @@ class Budget:
             except BaseException:
                 self.failed = True
                 raise
+            finally:
+                watchdog.cancel()
         test.hypothesis.inner_test = watched
 
         @functools.wraps(test)
