@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 from oracle_driver import build_oracle
 
@@ -24,3 +25,10 @@ def kafka_streams_runs(bootstrap: str, topology: str, runs: list[list[dict]], ca
     if done.returncode != 0:
         raise RuntimeError(f"CachedRuns failed ({done.returncode}):\n{done.stderr[-4000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def kafka_streams_runs_at_once(*calls: tuple) -> list[dict]:
+    """:func:`kafka_streams_runs` of each ``(bootstrap, topology, runs, cache_bytes)``, all at
+    once: each is a JVM of its own on topics of its own that mostly waits for its commits."""
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(lambda call: kafka_streams_runs(*call), calls))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_streams_cached import kafka_streams_runs
+from kafka_streams_cached import kafka_streams_runs_at_once
 
 CACHE = 10 * 1024 * 1024
 
@@ -29,9 +29,9 @@ def test_an_inner_table_join_keeps_the_result_of_rows_both_deleted_in_one_commit
     forwarded (Spark's result), without it the delete (the driver's)."""
     runs = [[rec("t1", "b", "c", 2002), rec("t2", "b", "b-row", 3)],
             [rec("t1", "b", None, 10002), rec("t2", "b", None, 11003)]]
-    cached = kafka_streams_runs(kafka_bootstrap, "t1.join(t2)", runs, CACHE)
+    cached, uncached = kafka_streams_runs_at_once((kafka_bootstrap, "t1.join(t2)", runs, CACHE),
+                                                  (kafka_bootstrap, "t1.join(t2)", runs, 0))
     assert cached["outputs"] == [["b", "c|b-row", 2002]] and cached["store"] == {"b": "c|b-row"}
-    uncached = kafka_streams_runs(kafka_bootstrap, "t1.join(t2)", runs, 0)
     assert uncached["outputs"] == [["b", "c|b-row", 2002], ["b", None, 10002]] and uncached["store"] == {}
 
 
@@ -42,8 +42,8 @@ def test_a_foreign_key_self_join_drops_the_stale_answer(kafka_bootstrap):
     runs = [[rec("t2", "a", "a", 6003), rec("t2", "b", "b", 6003), rec("t2", None, "a", 15003, partition=1)],
             [rec("t2", "a", "c", 28003)]]
     expected = [["a", "a|a", 6003], ["a", None, 28003]]
-    for answer in (kafka_streams_runs("test-driver", "t2.join(t2.filter.filter, fk)", runs, 0),
-                   kafka_streams_runs(kafka_bootstrap, "t2.join(t2.filter.filter, fk)", runs, CACHE)):
+    for answer in kafka_streams_runs_at_once(("test-driver", "t2.join(t2.filter.filter, fk)", runs, 0),
+                                             (kafka_bootstrap, "t2.join(t2.filter.filter, fk)", runs, CACHE)):
         assert answer["outputs"] == expected and answer["store"] == {} and answer["dropped"] == 2
 
 
@@ -56,9 +56,9 @@ def test_a_foreign_key_answer_from_a_row_set_and_deleted_in_one_commit_stays(kaf
     t2 = [rec("t2", "a", v, ts) for v, ts in (("a", 3), ("a", 3), ("a", 3), ("a", 28003), ("a", 3), ("a", 3),
                                               (None, 3))]
     runs = [{"records": t1, "inputs_only": True}, t2]
-    cached = kafka_streams_runs(kafka_bootstrap, "t1.filter.join(t2.filter, fk)", runs, CACHE)
+    cached, uncached = kafka_streams_runs_at_once((kafka_bootstrap, "t1.filter.join(t2.filter, fk)", runs, CACHE),
+                                                  (kafka_bootstrap, "t1.filter.join(t2.filter, fk)", runs, 0))
     assert final(cached) == {"a": "a|a"} and cached["store"] == {"a": "a|a"}
-    uncached = kafka_streams_runs(kafka_bootstrap, "t1.filter.join(t2.filter, fk)", runs, 0)
     assert final(uncached) == {} and uncached["store"] == {}
 
 
@@ -81,9 +81,10 @@ def test_a_foreign_key_answer_for_a_left_value_of_the_same_commit_is_never_stale
     in_driver_order = [[orders[0][1], orders[0][0], customers[0][2], *customers[0][:2], *customers[1], *orders[1]]]
     staged = [batches[0], {"records": orders[1], "inputs_only": True}, customers[1]]
     topology = "t1.filter.join(t2.filter, fk)"
-    answers = {"Kafka's TopologyTestDriver": kafka_streams_runs("test-driver", topology, in_driver_order, 0),
-               "cached": kafka_streams_runs(kafka_bootstrap, topology, batches, CACHE),
-               "cached, as a batch's stages": kafka_streams_runs(kafka_bootstrap, topology, staged, CACHE)}
+    answers = dict(zip(["Kafka's TopologyTestDriver", "cached", "cached, as a batch's stages"],
+                       kafka_streams_runs_at_once(("test-driver", topology, in_driver_order, 0),
+                                                  (kafka_bootstrap, topology, batches, CACHE),
+                                                  (kafka_bootstrap, topology, staged, CACHE))))
     for how, answer in answers.items():
         assert final(answer) == {} and answer["store"] == {} and answer["dropped"] == 0, (how, answer)
 
@@ -99,9 +100,9 @@ def test_a_foreign_key_self_join_of_a_row_set_and_deleted_in_one_commit_sends_no
     as stale (``stale_response`` 1): neither."""
     runs = [[rec("t1", "b", "c", 30002), rec("t1", "b", None, 9002)]]
     topology = "t1.filter.filter.leftJoin(t1.filter.mapValues, fk)"
-    uncached = kafka_streams_runs("test-driver", topology, runs, 0)
+    uncached, cached = kafka_streams_runs_at_once(("test-driver", topology, runs, 0),
+                                                  (kafka_bootstrap, topology, runs, CACHE))
     assert uncached["outputs"] == [["b", "c|null", 30002], ["b", None, 9002]] and uncached["dropped"] == 0
-    cached = kafka_streams_runs(kafka_bootstrap, topology, runs, CACHE)
     assert cached["outputs"] == [] and cached["store"] == {} and cached["dropped"] == 0
 
 
@@ -119,10 +120,10 @@ def test_a_foreign_key_self_join_of_the_table_mapped_then_filtered_ends_empty(ka
             [rec("t1", "a", value, first), rec("t1", "a", "c", second), rec("t1", "c", "a", 21002),
              rec("t1", "c", None, 25002)]]
     topology = "t1.filter.filter.join(t1.mapValues.filter, fk)"
-    uncached = kafka_streams_runs("test-driver", topology, runs, 0)
+    uncached, cached = kafka_streams_runs_at_once(("test-driver", topology, runs, 0),
+                                                  (kafka_bootstrap, topology, runs, CACHE))
     ours = [["a", "c|c", first]] if value == "c" else []
     assert uncached["outputs"] == ours + [["a", "c|c", second], ["a", None, 21002], ["c", "a|a", 21002],
                                           ["c", None, 25002]]
     assert uncached["store"] == {} and uncached["dropped"] == stale
-    cached = kafka_streams_runs(kafka_bootstrap, topology, runs, CACHE)
     assert final(cached) == {} and cached["store"] == {} and cached["dropped"] == 0, cached
