@@ -17,6 +17,7 @@ import time
 from typing import Callable, Optional
 
 import pytest
+from hypothesis.errors import StopTest, UnsatisfiedAssumption
 
 MINUTES = float(os.environ.get("PARITY_MINUTES", "0"))
 #: a soak case still running after this many seconds writes the JVMs' thread dumps
@@ -82,7 +83,8 @@ class Budget:
     def ends_in_time(self, test: Callable) -> Callable:
         """``test`` (a hypothesis test) passes when the budget ends it, which each case
         checks first; a case that fails marks the budget failed, so that its shrinking
-        runs to the end."""
+        runs to the end (a case rejected by ``assume`` is no failure: counted as one, the
+        first rejection turned the budget off and two soaks overran it by half an hour)."""
         inner = test.hypothesis.inner_test
 
         @functools.wraps(inner)
@@ -95,8 +97,8 @@ class Budget:
                 watchdog.start()
             try:
                 return inner(*args, **kwargs)
-            except TimeUp:
-                raise
+            except (TimeUp, UnsatisfiedAssumption, StopTest):
+                raise  # the budget, an ``assume`` and hypothesis's own control flow: no failure
             except BaseException:
                 self.failed = True
                 raise
