@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import runpy
+import socket
 from typing import Any, Callable, Hashable, Iterable, Optional, TypeVar
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -513,3 +514,22 @@ def jvm_ignores_sigint(spark: SparkSession) -> None:
         _attempt("sun.misc.Signal through Py4J", private, lambda: None)
     except Exception as exc:   # noqa: BLE001 - a JVM that refuses: Ctrl-C reaches it
         log.debug("cannot make the JVM ignore SIGINT: %s", exc)
+
+
+def callback_connection(session: SparkSession) -> Optional[Any]:
+    """The Py4J connection on which the JVM called this thread (a ``foreachBatch``
+    function's), or None (a thread that calls Java itself, or no such internal)."""
+    def private() -> Optional[Any]:
+        connection = session.sparkContext._gateway._gateway_client.get_thread_connection()
+        return None if connection is None or connection.initiated_from_client else connection
+
+    return _attempt("callback_connection", private, lambda: None)
+
+
+def end_callback_connection(connection: Any) -> None:
+    """Let go of the connection of a query that has stopped. Its JVM thread has ended,
+    but Py4J keeps the Python thread that serves it, and its socket, for the process's
+    life: one of each per query start (every ``process_available()``). Shutting the
+    socket down ends that thread the way a closed connection does."""
+    with contextlib.suppress(AttributeError, OSError):
+        connection.socket.shutdown(socket.SHUT_RDWR)

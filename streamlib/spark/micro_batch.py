@@ -31,6 +31,7 @@ from streamlib.processors.drops import add_drops
 from streamlib.progress import Progress
 from streamlib.runtime.batches import data_pass, time_pass
 from streamlib.spark.changelog_positions import POSITIONS_PROPERTY, ChangelogPositions
+from streamlib.spark.internals import callback_connection, end_callback_connection
 from streamlib.spark.log_epochs import batch_records
 from streamlib.spark.lower import BatchPlan
 from streamlib.spark.stream_time_log import StreamTimeLog, input_waiting, planned_end
@@ -65,6 +66,8 @@ class MicroBatches:
         #: the application's stream time: the largest over all tasks (-1: none yet)
         self._stream_time = -1
         self.plan: Optional[BatchPlan] = None
+        #: the Py4J connection the running query calls ``run`` on (let go at ``stop``)
+        self._callback: Optional[Any] = None
 
     def begin(self, plan: BatchPlan, checkpoint: str, input_backend: Any) -> None:
         """Run the batches of a new query with ``plan``, its checkpoint directory (the
@@ -82,6 +85,8 @@ class MicroBatches:
     def run(self, df: Any, batch_id: int) -> None:
         """Micro-batch ``batch_id`` over its rows ``df`` (see the module doc)."""
         started = time.monotonic()
+        if self._callback is None:
+            self._callback = callback_connection(df.sparkSession)
         reports = self._passes(df, batch_id)
         self._progress.batch_done(batch_id, reports, time.monotonic() - started, self._stream_time)
 
@@ -148,9 +153,13 @@ class MicroBatches:
         return reports
 
     def stop(self) -> None:
-        """The query stopped: let a running standby round finish."""
+        """The query stopped: let a running standby round finish, and let go of the
+        connection its batches were called on."""
         if self.plan is not None and self.plan.placement is not None:
             self.plan.placement.stop()
+        if self._callback is not None:
+            end_callback_connection(self._callback)
+            self._callback = None
 
     def totals(self) -> tuple[dict[str, Any], dict[str, dict], Optional[int]]:
         """``(counters and drops per reason and node, each task's last metrics, the last
