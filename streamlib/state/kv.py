@@ -122,6 +122,12 @@ class KeyValueStore(KeyValueReads):
             for key, _ in items:
                 self._stamps.pop(key, None)
 
+    def put_new(self, items: Sequence[tuple[bytes, bytes]], timestamps: Sequence[int]) -> None:
+        """:meth:`put_many` of keys the caller knows RocksDB does not hold (new sequence
+        numbers): the commit's undo record then needs no read of them."""
+        self.put_many(items, timestamps=timestamps)
+        self._stored.update((key, None) for key, _ in items)
+
     def delete(self, key: bytes) -> None:
         self.put(key, None)
 

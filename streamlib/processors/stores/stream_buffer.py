@@ -6,6 +6,12 @@ a slot of (timestamp, sequence number), so one key's records are one range scan 
 timestamp order (ties in arrival order), expiry scans the time index, and
 change-logging, undo and restore work unchanged. Each entry keeps the record's value
 and headers; the next sequence number is kept under a meta key of the same byte store.
+
+A batch's own records stay in a list per key until the batch ends: each has a new
+sequence number, so its slot is in neither the byte store nor the batch's cache, and
+it needs no read there, no dirty mark and no expiry entry. Most of a large batch's
+records expire within it (the grace passes while the batch runs): those are never
+written at all.
 """
 from __future__ import annotations
 
@@ -68,21 +74,60 @@ class StreamBuffer(TimedStore):
         raw = store.get(_META)
         self._sequence = self._stored_sequence = 0 if raw is None else _LONG.unpack(raw)[0]
 
+    def _reset(self) -> None:
+        super()._reset()
+        #: key bytes -> this batch's records of the key in arrival order: (slot, value, headers)
+        self._fresh: dict[bytes, list[tuple[tuple[int, int], Any, tuple]]] = {}
+
     def put(self, key: Any, value: Any, timestamp: int, headers: tuple = ()) -> None:
         """Buffer a stream record (after the key's other records with this timestamp)."""
-        self._put(self.key_serde.serialize(key), (timestamp, self._sequence), (value, headers),
-                  timestamp)
+        kb = self.key_serde.serialize(key)
+        entry = ((timestamp, self._sequence), value, headers)
+        fresh = self._fresh.get(kb)
+        if fresh is None:
+            self._fresh[kb] = [entry]
+        else:
+            fresh.append(entry)
         self._sequence += 1
 
     def fetch(self, key: Any, time_from: int, time_to: Optional[int] = None) -> list[Buffered]:
         """The key's records with timestamp in ``[time_from, time_to]`` (None: open), by
         timestamp then arrival."""
         kb = self.key_serde.serialize(key)
-        return [(ts, entry[0], entry[1]) for _, entry, ts in self._key_entries(kb, time_from, time_to)]
+        found = [(slot, entry[0], entry[1]) for slot, entry, _ in self._key_entries(kb, time_from, time_to)]
+        fresh = self._fresh.get(kb)
+        if fresh:
+            found += [e for e in fresh if e[0][0] >= time_from and (time_to is None or e[0][0] <= time_to)]
+            found.sort(key=_slot)
+        return [(slot[0], value, headers) for slot, value, headers in found]
+
+    def expire(self, before: int, timestamp: Optional[int] = None) -> None:
+        super().expire(before, timestamp)
+        for kb, fresh in list(self._fresh.items()):
+            kept = [e for e in fresh if e[0][0] >= before]
+            if not kept:
+                del self._fresh[kb]
+            elif len(kept) < len(fresh):
+                self._fresh[kb] = kept
 
     def write_back(self) -> None:
-        """The batch's records, then the sequence number if it moved."""
+        """The batch's records that did not expire, then the sequence number if it moved."""
+        layout = self.layout
+        items: list[tuple[bytes, bytes]] = []
+        stamps: list[int] = []
+        for kb, fresh in self._fresh.items():
+            for slot, value, headers in fresh:
+                timestamp = slot[0]
+                items += ((layout.data_key(kb, slot), self._encode(kb, ((value, headers), timestamp))),
+                          (layout.index_key(kb, slot), b""))
+                stamps += (timestamp, timestamp)
         super().write_back()
+        if items:
+            self.store.put_new(items, stamps)
         if self._sequence != self._stored_sequence:
             self.store.put(_META, _LONG.pack(self._sequence))
             self._stored_sequence = self._sequence
+
+
+def _slot(entry: tuple) -> tuple[int, int]:
+    return entry[0]
