@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 from ...serdes import Serde
 from ..record import decode_headers, encode_headers
-from .layout import Layout
+from .layout import Layout, decode_time
 from .timed import TimedStore
 
 BUFFERED = Layout(b"b", 2)
@@ -78,6 +78,8 @@ class StreamBuffer(TimedStore):
         super()._reset()
         #: key bytes -> this batch's records of the key in arrival order: (slot, value, headers)
         self._fresh: dict[bytes, list[tuple[tuple[int, int], Any, tuple]]] = {}
+        #: the newest timestamp earlier batches' records have (-inf: none; None: not read yet)
+        self._stored_newest: Optional[float] = None
 
     def put(self, key: Any, value: Any, timestamp: int, headers: tuple = ()) -> None:
         """Buffer a stream record (after the key's other records with this timestamp)."""
@@ -94,12 +96,22 @@ class StreamBuffer(TimedStore):
         """The key's records with timestamp in ``[time_from, time_to]`` (None: open), by
         timestamp then arrival."""
         kb = self.key_serde.serialize(key)
-        found = [(slot, entry[0], entry[1]) for slot, entry, _ in self._key_entries(kb, time_from, time_to)]
+        # a table update newer than every stored record (the usual case) needs no seek
+        found = [] if time_from > self.stored_newest() else [
+            (slot, entry[0], entry[1]) for slot, entry, _ in self._key_entries(kb, time_from, time_to)]
         fresh = self._fresh.get(kb)
         if fresh:
             found += [e for e in fresh if e[0][0] >= time_from and (time_to is None or e[0][0] <= time_to)]
             found.sort(key=_slot)
         return [(slot[0], value, headers) for slot, value, headers in found]
+
+    def stored_newest(self) -> float:
+        """The newest timestamp of the records earlier batches stored (-inf: none); one
+        backward seek into the time index per batch (this batch's expiry only lowers it)."""
+        if self._stored_newest is None:
+            last = next(self.store.between_reversed(*self.layout.index_bounds()), None)
+            self._stored_newest = float("-inf") if last is None else decode_time(last[0], 1)
+        return self._stored_newest
 
     def expire(self, before: int, timestamp: Optional[int] = None) -> None:
         super().expire(before, timestamp)
