@@ -10,6 +10,10 @@ batch id in each job's description); and the driver's own parts of ``addBatch``
 little: for latency itself, run the probe.
 
     .venv/bin/python benchmarks/latency_profile.py [--rate 500] [--seconds 20] [--interval-ms 200]
+        [--slowest 5]
+
+``--slowest N`` then lists the N batches whose trigger took longest (the latency's tail
+is records that waited behind them): each one's Spark parts and its jobs' stages.
 """
 from __future__ import annotations
 
@@ -76,6 +80,7 @@ def main() -> None:
     p.add_argument("--rate", type=int, default=500)
     p.add_argument("--seconds", type=int, default=20)
     p.add_argument("--interval-ms", type=int, default=200)
+    p.add_argument("--slowest", type=int, default=5, help="list this many of the slowest batches")
     a = p.parse_args()
     work = tempfile.mkdtemp(prefix="latency-profile-")
     boot = f"local://{work}/log"
@@ -148,11 +153,44 @@ def main() -> None:
     for index, row in sorted(stage_rows.items()):
         print(f"  stage {index} of the job: " + ", ".join(f"{name} {med(values).strip()}" for name, values in row.items())
               + " (ms, medians)")
+    triggers = sorted(pr.durationMs.get("triggerExecution", 0) for pr in progress)
+    print(f"triggerExecution over those batches (ms): p50 {triggers[len(triggers) // 2]}, "
+          f"p90 {triggers[int(len(triggers) * 0.9)]}, max {triggers[-1]}")
+    slowest = sorted(progress, key=lambda pr: -pr.durationMs.get("triggerExecution", 0))[:a.slowest]
+    for pr in slowest:
+        parts = ", ".join(f"{part} {pr.durationMs.get(part, 0)}" for part in (
+            "latestOffset", "queryPlanning", "walCommit", "addBatch", "commitOffsets"))
+        records = sum(_moved(src) for src in pr.sources)
+        print(f"  slow batch {pr.batchId}: {records} records, triggerExecution "
+              f"{pr.durationMs.get('triggerExecution', 0)} ms = {parts}")
+        for job in by_batch.get(int(pr.batchId), []):
+            spans = []
+            for stage_id in sorted(job["stageIds"]):
+                for stage in rest.get(f"stages/{stage_id}"):
+                    if stage["status"] == "COMPLETE":
+                        tasks = rest.get(f"stages/{stage_id}/{stage['attemptId']}/taskList?length=100")
+                        spans.append(f"{_span(stage):.0f} ms ({len(tasks)} tasks: "
+                                     + " ".join(f"{t['duration']}" for t in tasks) + ")")
+            print(f"    job {job['jobId']}: " + "; ".join(spans))
     print("driver (median ms per call):")
     for _, _, label in TIMED:
         print(f"  {label:<58}{med([s * 1000 for s in spent[label]])}  ({len(spent[label])} calls)")
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
+
+
+def _moved(source) -> int:
+    """Records between a progress source's start and end offsets (the embedded log's
+    ``{topic: {partition: offset}}``, as JSON with the epochs beside it); -1: unreadable."""
+    import json
+
+    from streamlib.spark.log_epochs import plain
+
+    try:
+        start, end = plain(json.loads(source.startOffset or "{}")), plain(json.loads(source.endOffset or "{}"))
+        return sum(int(off) - int(start.get(t, {}).get(p, 0)) for t, parts in end.items() for p, off in parts.items())
+    except (TypeError, ValueError, AttributeError):
+        return -1
 
 
 def _span(stage: dict) -> float:
