@@ -212,10 +212,11 @@ def streamlib_topology(workload: Workload, topic: str, output: str):
 def streamlib_run(spark, bootstrap: str, workload: Workload, topic: str, output: str, workdir: str,
                   commit_ms: int) -> float:
     url = f"kafka://{bootstrap}"
-    config = StreamsConfig(application_id=f"sl-{workload.name}-{uuid.uuid4().hex[:6]}", bootstrap=url,
+    app_id = f"sl-{workload.name}-{uuid.uuid4().hex[:6]}"   # a workload named twice runs twice, afresh
+    config = StreamsConfig(application_id=app_id, bootstrap=url,
                            commit_interval=timedelta(milliseconds=commit_ms),
-                           state_dir=os.path.join(workdir, f"sl-state-{workload.name}"),
-                           checkpoint_location=os.path.join(workdir, f"sl-checkpoint-{workload.name}"))
+                           state_dir=os.path.join(workdir, f"state-{app_id}"),
+                           checkpoint_location=os.path.join(workdir, f"checkpoint-{app_id}"))
     watcher = Watcher(bootstrap, output, workload)
     started = time.perf_counter()
     app = Streams(streamlib_topology(workload, topic, output), config, spark=spark)
