@@ -160,8 +160,7 @@ def main() -> None:
     for pr in slowest:
         parts = ", ".join(f"{part} {pr.durationMs.get(part, 0)}" for part in (
             "latestOffset", "queryPlanning", "walCommit", "addBatch", "commitOffsets"))
-        records = sum(_moved(src) for src in pr.sources)
-        print(f"  slow batch {pr.batchId}: {records} records, triggerExecution "
+        print(f"  slow batch {pr.batchId}: triggerExecution "
               f"{pr.durationMs.get('triggerExecution', 0)} ms = {parts}")
         for job in by_batch.get(int(pr.batchId), []):
             spans = []
@@ -177,20 +176,6 @@ def main() -> None:
         print(f"  {label:<58}{med([s * 1000 for s in spent[label]])}  ({len(spent[label])} calls)")
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
-
-
-def _moved(source) -> int:
-    """Records between a progress source's start and end offsets (the embedded log's
-    ``{topic: {partition: offset}}``, as JSON with the epochs beside it); -1: unreadable."""
-    import json
-
-    from streamlib.spark.log_epochs import plain
-
-    try:
-        start, end = plain(json.loads(source.startOffset or "{}")), plain(json.loads(source.endOffset or "{}"))
-        return sum(int(off) - int(start.get(t, {}).get(p, 0)) for t, parts in end.items() for p, off in parts.items())
-    except (TypeError, ValueError, AttributeError):
-        return -1
 
 
 def _span(stage: dict) -> float:

@@ -16,11 +16,12 @@ written at all.
 from __future__ import annotations
 
 import struct
+from operator import itemgetter
 from typing import Any, Optional
 
 from ...serdes import Serde
 from ..record import decode_headers, encode_headers
-from .layout import Layout, decode_time
+from .layout import Layout
 from .timed import TimedStore
 
 BUFFERED = Layout(b"b", 2)
@@ -102,7 +103,7 @@ class StreamBuffer(TimedStore):
         fresh = self._fresh.get(kb)
         if fresh:
             found += [e for e in fresh if e[0][0] >= time_from and (time_to is None or e[0][0] <= time_to)]
-            found.sort(key=_slot)
+            found.sort(key=itemgetter(0))
         return [(slot[0], value, headers) for slot, value, headers in found]
 
     def stored_newest(self) -> float:
@@ -110,7 +111,7 @@ class StreamBuffer(TimedStore):
         backward seek into the time index per batch (this batch's expiry only lowers it)."""
         if self._stored_newest is None:
             last = next(self.store.between_reversed(*self.layout.index_bounds()), None)
-            self._stored_newest = float("-inf") if last is None else decode_time(last[0], 1)
+            self._stored_newest = float("-inf") if last is None else self.layout.parse_index(last[0])[1][0]
         return self._stored_newest
 
     def expire(self, before: int, timestamp: Optional[int] = None) -> None:
@@ -140,6 +141,3 @@ class StreamBuffer(TimedStore):
             self.store.put(_META, _LONG.pack(self._sequence))
             self._stored_sequence = self._sequence
 
-
-def _slot(entry: tuple) -> tuple[int, int]:
-    return entry[0]
